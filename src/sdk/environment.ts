@@ -1,0 +1,99 @@
+/** The environment contract: the hooks the episode loop drives, for multi-turn and single-turn tasks. */
+import pMap from "p-map";
+import { defaultSftCompletion } from "./sft-target";
+import type {
+  ChatMessage,
+  EnvironmentEpisode,
+  EnvironmentStepResultInput,
+  MaybePromise,
+  RewardResultInput,
+  TaskExample,
+} from "./types";
+
+export type EnvironmentKind = "multi-turn" | "single-turn";
+
+/**
+ * A task that takes more than one response. Subclasses implement the four episode hooks;
+ * everything else has a default. Keep durable episode state in the transcript, never on
+ * `this`: many episodes of one example run at once, each turn possibly on another machine.
+ */
+export abstract class EnvironmentMultiTurn {
+  readonly kind: EnvironmentKind = "multi-turn";
+
+  /** How many `scoreEpisode` calls the default `scoreEpisodes` runs at once. */
+  maxScoreConcurrency = 8;
+
+  /** The opening messages, e.g. a system prompt and the first user turn. */
+  abstract startEpisode(example: TaskExample, promptText: string): MaybePromise<ChatMessage[]>;
+
+  /** The most assistant actions sampled for this example before the episode is ended. */
+  abstract maxEpisodeTurns(example: TaskExample): number;
+
+  /**
+   * Reacts to one action. `messages` already ends with that action; return only the new
+   * environment messages, and `done: true` to end the episode.
+   */
+  abstract stepEpisode(
+    example: TaskExample,
+    messages: readonly ChatMessage[],
+    assistantResponse: string,
+  ): MaybePromise<EnvironmentStepResultInput>;
+
+  /** Grades one finished transcript. */
+  abstract scoreEpisode(
+    example: TaskExample,
+    episode: EnvironmentEpisode,
+  ): MaybePromise<RewardResultInput>;
+
+  /** Grades a whole group; by default `scoreEpisode` for each, `maxScoreConcurrency` at once. */
+  scoreEpisodes(
+    example: TaskExample,
+    episodes: readonly EnvironmentEpisode[],
+  ): Promise<RewardResultInput[]> {
+    return pMap(episodes, (episode) => this.scoreEpisode(example, episode), {
+      concurrency: this.maxScoreConcurrency,
+    });
+  }
+
+  /** The supervised target for SFT; by default built from `example.output`. */
+  sftCompletion(example: TaskExample): MaybePromise<ChatMessage[]> {
+    return defaultSftCompletion(example);
+  }
+}
+
+/** A one-response task, run as a one-turn episode through the same machinery. */
+export abstract class EnvironmentSingleTurn extends EnvironmentMultiTurn {
+  override readonly kind: EnvironmentKind = "single-turn";
+
+  /** The prompt for one example. */
+  abstract buildPromptMessages(
+    example: TaskExample,
+    promptText: string,
+  ): MaybePromise<ChatMessage[]>;
+
+  /** Grades the model's one reply. */
+  abstract scoreResponse(
+    example: TaskExample,
+    responseText: string,
+  ): MaybePromise<RewardResultInput>;
+
+  startEpisode(example: TaskExample, promptText: string): MaybePromise<ChatMessage[]> {
+    return this.buildPromptMessages(example, promptText);
+  }
+
+  maxEpisodeTurns(): number {
+    return 1;
+  }
+
+  stepEpisode(
+    _example: TaskExample,
+    _messages: readonly ChatMessage[],
+    assistantResponse: string,
+  ): EnvironmentStepResultInput {
+    return { done: true, finalResponseText: assistantResponse };
+  }
+
+  scoreEpisode(example: TaskExample, episode: EnvironmentEpisode): MaybePromise<RewardResultInput> {
+    return this.scoreResponse(example, episode.responseText);
+  }
+}

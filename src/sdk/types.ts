@@ -1,0 +1,90 @@
+/** Zod schemas for everything that crosses a wire; the TypeScript types are inferred from them. */
+import { z } from "zod";
+
+export const JsonObjectSchema = z.record(z.string(), z.unknown());
+export type JsonObject = z.infer<typeof JsonObjectSchema>;
+
+/** One row of a dataset: what the model is asked, the gold answer if any, and task data. */
+export const TaskExampleSchema = z.strictObject({
+  id: z.string().min(1).max(256),
+  input: z.string(),
+  output: z.unknown().optional(),
+  metadata: JsonObjectSchema.optional(),
+});
+export type TaskExample = z.infer<typeof TaskExampleSchema>;
+
+/** An OpenAI-style function call attached to an assistant message (native tool calling). */
+export const ToolCallSchema = z.strictObject({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.strictObject({ name: z.string().min(1), arguments: z.string() }),
+});
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+export const ROLES = ["system", "user", "assistant", "tool"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** A chat message in OpenAI's wire shape (snake_case), plus edgeroll's `metadata`. */
+export const ChatMessageSchema = z
+  .strictObject({
+    role: z.enum(ROLES),
+    content: z.string(),
+    name: z.string().min(1).optional(),
+    tool_calls: z.array(ToolCallSchema).optional(),
+    tool_call_id: z.string().min(1).optional(),
+    metadata: JsonObjectSchema.optional(),
+  })
+  .refine((m) => m.tool_calls === undefined || m.role === "assistant", {
+    message: "only assistant messages may carry tool_calls",
+    path: ["tool_calls"],
+  })
+  .refine((m) => m.tool_call_id === undefined || m.role === "tool", {
+    message: "only tool messages may carry tool_call_id",
+    path: ["tool_call_id"],
+  });
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+
+/** A grade. `success` is `score >= threshold`; without a threshold success is unknown. */
+export const RewardResultSchema = z.strictObject({
+  score: z.number(),
+  threshold: z.number().optional(),
+  metadata: JsonObjectSchema.default({}),
+});
+export type RewardResult = z.infer<typeof RewardResultSchema>;
+export type RewardResultInput = z.input<typeof RewardResultSchema>;
+
+export function rewardSuccess(reward: RewardResult): boolean | null {
+  return reward.threshold === undefined ? null : reward.score >= reward.threshold;
+}
+
+/** What `stepEpisode` returns: only the environment's new messages, never the action again. */
+export const EnvironmentStepResultSchema = z.strictObject({
+  done: z.boolean().default(true),
+  messages: z.array(ChatMessageSchema).default([]),
+  finalResponseText: z.string().nullish(),
+  metadata: JsonObjectSchema.default({}),
+});
+export type EnvironmentStepResult = z.infer<typeof EnvironmentStepResultSchema>;
+export type EnvironmentStepResultInput = z.input<typeof EnvironmentStepResultSchema>;
+
+/** A message of the episode after the opening prompt: a sampled action or an environment reply. */
+export const EnvironmentTurnSchema = z.strictObject({
+  role: z.enum(ROLES),
+  content: z.string(),
+  name: z.string().nullish(),
+  metadata: JsonObjectSchema.default({}),
+});
+export type EnvironmentTurn = z.infer<typeof EnvironmentTurnSchema>;
+
+/** A finished episode as the scorer sees it. */
+export const EnvironmentEpisodeSchema = z.strictObject({
+  messages: z.array(ChatMessageSchema),
+  responseText: z.string(),
+  turns: z.array(EnvironmentTurnSchema).default([]),
+  metadata: JsonObjectSchema.default({}),
+  latencyMs: z.number().int().nonnegative().nullish(),
+  totalTokens: z.number().int().nonnegative().nullish(),
+});
+export type EnvironmentEpisode = z.infer<typeof EnvironmentEpisodeSchema>;
+
+export type MaybePromise<T> = T | Promise<T>;
