@@ -43,11 +43,13 @@ export function registerEnvironment(registry: string, name: string, cls: string)
     (l) => l.startsWith("import { ") && l.includes('from "./'),
     `import { ${cls} } from "./${name}";`,
   );
+  // The formatter unquotes keys that are identifiers; write what it would.
+  const key = /^[a-z][a-z0-9]*$/.test(name) ? name : `"${name}"`;
   insertSorted(
     lines,
     ENTRIES_MARKER,
-    (l) => /^ {2}"[a-z0-9-]+": \(\) => new \w+\(\),$/.test(l),
-    `  "${name}": () => new ${cls}(),`,
+    (l) => /^ {2}"?[a-z0-9-]+"?: \(\) => new \w+\(\),$/.test(l),
+    `  ${key}: () => new ${cls}(),`,
   );
   return lines.join("\n");
 }

@@ -58,8 +58,14 @@ export class ${className} extends EnvironmentMultiTurn {
 
   scoreEpisode(example: TaskExample, episode: EnvironmentEpisode): RewardResultInput {
     const { secret } = MetadataSchema.parse(example.metadata);
-    const perTurn = sampledTurns(episode).map((turn) => (parseGuess(turn.content) === secret ? 1 : 0));
-    return { score: perTurn.includes(1) ? 1 : 0, threshold: 1, metadata: { per_turn_rewards: perTurn } };
+    const perTurn = sampledTurns(episode).map((turn) =>
+      parseGuess(turn.content) === secret ? 1 : 0,
+    );
+    return {
+      score: perTurn.includes(1) ? 1 : 0,
+      threshold: 1,
+      metadata: { per_turn_rewards: perTurn },
+    };
   }
 
   /** The gold transcript, for SFT and for \`env check\`: a binary search. */
@@ -93,7 +99,9 @@ export class ${className} extends EnvironmentSingleTurn {
   }
 
   scoreResponse(example: TaskExample, responseText: string): RewardResultInput {
-    const expected = String(example.output ?? "").trim().toLowerCase();
+    const expected = String(example.output ?? "")
+      .trim()
+      .toLowerCase();
     return { score: responseText.trim().toLowerCase() === expected ? 1 : 0, threshold: 1 };
   }
 }

@@ -10,7 +10,7 @@ import { runEpisode } from "./episode-loop";
 import { EnvironmentContractError, SftError } from "./errors";
 import { buildSftRow } from "./sft";
 import { parseTargetMessages } from "./sft-target";
-import { sampledTurns } from "./transcript";
+import { isSampledAction, sampledTurns } from "./transcript";
 import type {
   ChatMessage,
   EnvironmentEpisode,
@@ -95,7 +95,7 @@ class DeterminismProbe extends EnvironmentMultiTurn {
     const second = await this.inner.stepEpisode(example, structuredClone(messages), response);
     const [a, b] = [canonical(first), canonical(second)];
     if (a !== b) {
-      const turn = messages.filter((m) => m.metadata?.sampled === true).length;
+      const turn = messages.filter(isSampledAction).length - 1;
       this.mismatches.push(
         `example ${this.exampleId}, turn ${turn}: stepEpisode gave different results for the same transcript (${clip(a, 80)} vs ${clip(b, 80)})`,
       );

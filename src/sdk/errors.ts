@@ -1,9 +1,21 @@
 /** Errors the SDK raises; each names the hook or field at fault so a failed episode explains itself. */
-import { type ZodError, z } from "zod";
+import type { ZodError } from "zod";
 
-/** Renders a zod error as one readable line per problem, each naming its field. */
+/** `messages[0].role`-style path of a zod issue. */
+function issuePath(path: readonly PropertyKey[]): string {
+  return path
+    .map((key, i) => (typeof key === "number" ? `[${key}]` : `${i === 0 ? "" : "."}${String(key)}`))
+    .join("");
+}
+
+/** Renders a zod error on one line, each problem naming its field: `score: expected number`. */
 export function describeZodError(error: ZodError): string {
-  return z.prettifyError(error).replaceAll("\n  → ", ": ").replaceAll("✖ ", "").trim();
+  return error.issues
+    .map((issue) => {
+      const path = issuePath(issue.path);
+      return path === "" ? issue.message : `${path}: ${issue.message}`;
+    })
+    .join("; ");
 }
 
 /** An environment hook returned something that breaks the contract (bad messages, NaN reward...). */

@@ -4,6 +4,7 @@ import {
   type EnvironmentEpisode,
   EnvironmentMultiTurn,
   type EnvironmentStepResultInput,
+  type MaybePromise,
   type RewardResultInput,
   type TaskExample,
 } from "../../src/sdk";
@@ -46,7 +47,10 @@ export class ScriptedEnv extends EnvironmentMultiTurn {
     );
   }
 
-  scoreEpisode(_example: TaskExample, episode: EnvironmentEpisode): RewardResultInput {
+  scoreEpisode(
+    _example: TaskExample,
+    episode: EnvironmentEpisode,
+  ): MaybePromise<RewardResultInput> {
     return { score: episode.responseText.length, threshold: 1 };
   }
 }

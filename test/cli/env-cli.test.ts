@@ -1,0 +1,126 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ProjectCopy } from "./project-copy";
+
+let project: ProjectCopy;
+const read = (file: string) => readFileSync(join(project.dir, file), "utf8");
+
+beforeAll(() => {
+  project = new ProjectCopy();
+});
+afterAll(() => project.remove());
+
+describe("edgeroll env check", () => {
+  it("passes the starter environment", () => {
+    const result = project.edgeroll("env", "check", "guess-number");
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toMatch(/^PASS {2}steps deterministic under replay/m);
+    expect(result.stdout).toMatch(/guess-number: PASS \(12 checks\)/);
+    expect(result.status).toBe(0);
+  });
+
+  it("refuses an unknown environment, naming the registered ones", () => {
+    const result = project.edgeroll("env", "check", "no-such-env");
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/unknown environment "no-such-env" \(registered: .*guess-number/);
+  });
+
+  it("reads another dataset with --dataset and reports its bad rows", () => {
+    const file = join(project.dir, "bad.jsonl");
+    writeFileSync(file, '{"id": "x", "input": "find it", "metadata": {"secret": 12}}\n{nope\n');
+    const result = project.edgeroll("env", "check", "guess-number", "--dataset", file);
+    expect(result.status).toBe(1);
+    expect(result.stdout).toMatch(/^FAIL {2}dataset rows valid +bad\.jsonl:2: not valid JSON/m);
+  });
+});
+
+describe("edgeroll env new", () => {
+  it("writes a multi-turn starter, its dataset and test, registers it, and it passes check", () => {
+    const created = project.edgeroll("env", "new", "my-env", "--multi-turn");
+    expect(created.stderr).toBe("");
+    expect(created.status).toBe(0);
+    for (const file of [
+      "src/environments/my-env.ts",
+      "datasets/my-env.jsonl",
+      "test/environments/my-env.test.ts",
+    ]) {
+      expect(existsSync(join(project.dir, file)), file).toBe(true);
+    }
+    expect(read("src/environments/registry.ts")).toContain('"my-env": () => new MyEnv(),');
+
+    const checked = project.edgeroll("env", "check", "my-env");
+    expect(checked.stdout).toMatch(/my-env: PASS/);
+    expect(checked.status).toBe(0);
+  }, 60_000);
+
+  it("writes a single-turn starter that passes check", () => {
+    expect(project.edgeroll("env", "new", "quiz", "--single-turn").status).toBe(0);
+    expect(read("src/environments/quiz.ts")).toContain("extends EnvironmentSingleTurn");
+    const checked = project.edgeroll("env", "check", "quiz");
+    expect(checked.stdout).toMatch(/quiz: PASS/);
+  }, 60_000);
+
+  it("leaves the project formatted, type-correct and with passing generated tests", () => {
+    const lint = project.bin("biome", "check", "--vcs-enabled=false", ".");
+    expect(lint.stdout + lint.stderr).not.toMatch(/error/i);
+    expect(lint.status).toBe(0);
+    for (const config of ["tsconfig.json", "tsconfig.node.json"]) {
+      const types = project.bin("tsc", "-p", config);
+      expect(types.stdout, config).toBe("");
+      expect(types.status).toBe(0);
+    }
+    const tests = project.bin(
+      "vitest",
+      "run",
+      "--project",
+      "node",
+      "test/environments/my-env.test.ts",
+      "test/environments/quiz.test.ts",
+    );
+    expect(tests.stdout).toMatch(/Tests +4 passed/);
+    expect(tests.status).toBe(0);
+  }, 120_000);
+
+  it("never overwrites: a taken name or an existing file stops it before it writes anything", () => {
+    const registry = read("src/environments/registry.ts");
+    const again = project.edgeroll("env", "new", "my-env");
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(/an environment named "my-env" is already registered/);
+
+    writeFileSync(join(project.dir, "datasets/taken.jsonl"), "keep me\n");
+    const clash = project.edgeroll("env", "new", "taken");
+    expect(clash.status).toBe(1);
+    expect(clash.stderr).toMatch(/refusing to overwrite datasets\/taken\.jsonl/);
+    expect(read("datasets/taken.jsonl")).toBe("keep me\n");
+    expect(existsSync(join(project.dir, "src/environments/taken.ts"))).toBe(false);
+    expect(read("src/environments/registry.ts")).toBe(registry);
+  });
+
+  it("rejects names that are not kebab-case", () => {
+    const result = project.edgeroll("env", "new", "My_Env");
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/"My_Env" is not a valid environment name/);
+  });
+
+  it("check fails a deliberately broken environment, naming each problem", () => {
+    expect(project.edgeroll("env", "new", "broken-env").status).toBe(0);
+    const file = join(project.dir, "src/environments/broken-env.ts");
+    const source = readFileSync(file, "utf8")
+      .replace(
+        'return { done: false, messages: reply("Reply with',
+        'return { done: false, metadata: { roll: Math.random() }, messages: reply("Reply with',
+      )
+      .replace("score: perTurn.includes(1) ? 1 : 0,", "score: Number.NaN,");
+    writeFileSync(file, source);
+    const result = project.edgeroll("env", "check", "broken-env");
+    expect(result.status).toBe(1);
+    expect(result.stdout).toMatch(
+      /^FAIL {2}steps deterministic under replay +example broken-env-1, turn 0: stepEpisode gave different results/m,
+    );
+    expect(result.stdout).toMatch(
+      /^FAIL {2}rewards finite +example broken-env-1, gold episode: scoreEpisodes: score: .*NaN/m,
+    );
+    expect(result.stdout).toMatch(/broken-env: FAIL \(\d+ of 12 checks failed\)/);
+  }, 60_000);
+});
