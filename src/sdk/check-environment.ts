@@ -71,6 +71,7 @@ function clip(text: string, max = 160): string {
 /** Runs every step twice on copies of the same transcript and records any difference. */
 class DeterminismProbe extends EnvironmentMultiTurn {
   readonly mismatches: string[] = [];
+  steps = 0;
   exampleId = "";
 
   constructor(private readonly inner: EnvironmentMultiTurn) {
@@ -91,6 +92,7 @@ class DeterminismProbe extends EnvironmentMultiTurn {
     messages: readonly ChatMessage[],
     response: string,
   ): Promise<EnvironmentStepResultInput> {
+    this.steps++;
     const first = await this.inner.stepEpisode(example, structuredClone(messages), response);
     const second = await this.inner.stepEpisode(example, structuredClone(messages), response);
     const [a, b] = [canonical(first), canonical(second)];
@@ -171,12 +173,18 @@ export async function checkEnvironment(
   let perTurnVectors = 0;
   let withoutGold = 0;
   let completionOnly = 0;
+  let opened = 0;
+  let goldReplayed = 0;
+  let probed = 0;
+  let scored = 0;
+  let rows = 0;
 
   for (const example of examples) {
     probe.exampleId = example.id;
     const where = `example ${example.id}`;
     try {
       await openEpisode(env, example, promptText);
+      opened++;
     } catch (error) {
       findings.fail(CHECKS.opening, `${where}: ${errorMessage(error)}`);
       continue;
@@ -206,6 +214,7 @@ export async function checkEnvironment(
             maxTurns: actions.length,
           }),
         );
+        goldReplayed++;
       } catch (error) {
         const check =
           error instanceof EnvironmentContractError ? CHECKS.stepShape : CHECKS.goldReplay;
@@ -223,6 +232,7 @@ export async function checkEnvironment(
           maxTurns: MALFORMED_ACTIONS.length,
         }),
       );
+      probed++;
     } catch (error) {
       const check =
         error instanceof EnvironmentContractError ? CHECKS.stepShape : CHECKS.malformedActions;
@@ -237,6 +247,7 @@ export async function checkEnvironment(
         findings.fail(CHECKS.rewardsFinite, `${where}, ${label}: ${outcome.error}`);
         continue;
       }
+      scored++;
       if (canonical(outcome) !== canonical(again[i])) {
         findings.fail(
           CHECKS.scoreDeterminism,
@@ -260,6 +271,7 @@ export async function checkEnvironment(
     if (gold !== null) {
       try {
         const row = await buildSftRow(env, example, promptText);
+        rows++;
         if (row.masking === "completion_only") completionOnly++;
       } catch (error) {
         findings.fail(CHECKS.sft, `${where}: ${errorMessage(error)}`);
@@ -268,11 +280,18 @@ export async function checkEnvironment(
   }
 
   for (const mismatch of probe.mismatches) findings.fail(CHECKS.stepDeterminism, mismatch);
+  findings.note(CHECKS.opening, `${opened} examples`);
+  findings.note(CHECKS.budget, `${opened} examples`);
+  findings.note(CHECKS.stepShape, `${probe.steps} steps`);
+  findings.note(CHECKS.stepDeterminism, `${probe.steps} steps, each run twice`);
+  findings.note(CHECKS.malformedActions, `${probed} episodes of malformed actions`);
+  findings.note(CHECKS.goldReplay, `${goldReplayed} gold transcripts replayed`);
+  findings.note(CHECKS.rewardsFinite, `${scored} rewards`);
+  findings.note(CHECKS.scoreDeterminism, `${scored} episodes, each scored twice`);
   findings.note(CHECKS.perTurn, perTurnVectors > 0 ? `${perTurnVectors} vectors` : "not provided");
-  findings.note(
-    CHECKS.sft,
-    completionOnly > 0 ? `${completionOnly} rows fell back to completion-only masking` : "ok",
-  );
+  const fallbacks =
+    completionOnly > 0 ? `, ${completionOnly} completion-only (unparseable target)` : "";
+  findings.note(CHECKS.sft, `${rows} rows${fallbacks}`);
   if (goldScores.length === 0) {
     findings.fail(
       CHECKS.goldReward,
