@@ -1,6 +1,6 @@
 // One `vitest run` for everything: Workers-facing tests in workerd, CLI tests in Node. The SDK
 // and environment suites run in both, which proves environment code is runtime-neutral.
-import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 const portable = ["test/sdk/**/*.test.ts", "test/environments/**/*.test.ts"];
@@ -9,8 +9,29 @@ export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
-        test: { name: "workerd", include: [...portable, "test/worker/**/*.test.ts"] },
+        plugins: [
+          cloudflareTest(async ({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                INFERENCE_BASE_URL: inject("inferenceUrl"),
+                // Seconds, not minutes, so deadline behaviour is testable.
+                GENERATION_DEADLINE_MIN_S: "2",
+                GENERATION_DEADLINE_MAX_S: "2",
+                HEARTBEAT_S: "1",
+                STEP_TIMEOUT_S: "5",
+                TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "workerd",
+          include: [...portable, "test/worker/**/*.test.ts"],
+          globalSetup: ["test/setup/inference-host.ts"],
+          setupFiles: ["test/setup/d1-migrations.ts"],
+          testTimeout: 60_000,
+        },
       },
       {
         test: {

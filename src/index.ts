@@ -1,10 +1,12 @@
-/** The edgeroll Worker: the HTTP API and, as the engine grows, its Durable Objects and entrypoints. */
-import { Hono } from "hono";
-import { ENVIRONMENT_NAMES } from "./environments/registry";
+/**
+ * The edgeroll Worker: the HTTP API, the group Durable Objects, the in-flight limiter and the
+ * stateless step and score workers, all in one deployable Worker.
+ */
+import { app } from "./api/app";
 
-const app = new Hono<{ Bindings: Env }>();
-
-app.get("/healthz", (c) => c.json({ ok: true }));
-app.get("/v1/environments", (c) => c.json({ environments: ENVIRONMENT_NAMES }));
+export { ScoreWorker } from "./env-workers/score-worker";
+export { StepWorker } from "./env-workers/step-worker";
+export { RolloutGroup } from "./rollout/group-object";
+export { InflightLimiter } from "./rollout/inflight-limiter";
 
 export default app satisfies ExportedHandler<Env>;

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import {
-  ENVIRONMENT_NAMES,
+  environmentNames,
   isRegisteredEnvironment,
   loadEnvironment,
 } from "../environments/registry";
@@ -37,7 +37,7 @@ export async function envCheck(
   options: { dataset?: string; promptText: string },
 ): Promise<boolean> {
   if (!isRegisteredEnvironment(name))
-    throw new CliError(new UnknownEnvironmentError(name, ENVIRONMENT_NAMES).message);
+    throw new CliError(new UnknownEnvironmentError(name, environmentNames()).message);
   const file = options.dataset ? resolve(options.dataset) : join(PROJECT_ROOT, paths.dataset(name));
   if (!existsSync(file)) throw new CliError(`no dataset at ${file}; pass --dataset <file.jsonl>`);
   const source = relative(process.cwd(), file);

@@ -6,24 +6,38 @@ import { type EnvironmentMultiTurn, UnknownEnvironmentError } from "../sdk";
 import { ExactAnswer } from "./exact-answer";
 import { GuessNumber } from "./guess-number";
 import { ToolAgent } from "./tool-agent";
+
 // edgeroll:env-imports
 
 /** A fresh instance per use: environments keep no state between calls. */
-export const ENVIRONMENTS: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
+const BUILT_IN: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
   "exact-answer": () => new ExactAnswer(),
   "guess-number": () => new GuessNumber(),
   "tool-agent": () => new ToolAgent(),
   // edgeroll:env-entries
 };
 
-export const ENVIRONMENT_NAMES = Object.keys(ENVIRONMENTS).sort();
+const registered = new Map(Object.entries(BUILT_IN));
+
+/**
+ * Adds an environment at run time, for code that embeds edgeroll (and tests). Environments that
+ * ship with a deployment belong in the table above, where `env new` puts them.
+ */
+export function registerEnvironment(name: string, factory: () => EnvironmentMultiTurn): void {
+  if (registered.has(name)) throw new Error(`an environment named "${name}" is already registered`);
+  registered.set(name, factory);
+}
+
+export function environmentNames(): string[] {
+  return [...registered.keys()].sort();
+}
 
 export function isRegisteredEnvironment(name: string): boolean {
-  return Object.hasOwn(ENVIRONMENTS, name);
+  return registered.has(name);
 }
 
 export function loadEnvironment(name: string): EnvironmentMultiTurn {
-  const factory = Object.hasOwn(ENVIRONMENTS, name) ? ENVIRONMENTS[name] : undefined;
-  if (factory === undefined) throw new UnknownEnvironmentError(name, ENVIRONMENT_NAMES);
+  const factory = registered.get(name);
+  if (factory === undefined) throw new UnknownEnvironmentError(name, environmentNames());
   return factory();
 }

@@ -1,5 +1,5 @@
 /** Errors the SDK raises; each names the hook or field at fault so a failed episode explains itself. */
-import type { ZodError } from "zod";
+import type { z } from "zod";
 
 /** `messages[0].role`-style path of a zod issue. */
 function issuePath(path: readonly PropertyKey[]): string {
@@ -9,7 +9,7 @@ function issuePath(path: readonly PropertyKey[]): string {
 }
 
 /** Renders a zod error on one line, each problem naming its field: `score: expected number`. */
-export function describeZodError(error: ZodError): string {
+export function describeZodError(error: Pick<z.core.$ZodError, "issues">): string {
   return error.issues
     .map((issue) => {
       const path = issuePath(issue.path);

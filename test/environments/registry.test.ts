@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import exactAnswer from "../../datasets/exact-answer.jsonl?raw";
 import guessNumber from "../../datasets/guess-number.jsonl?raw";
 import toolAgent from "../../datasets/tool-agent.jsonl?raw";
-import { ENVIRONMENT_NAMES, loadEnvironment } from "../../src/environments/registry";
+import { environmentNames, loadEnvironment } from "../../src/environments/registry";
 import { checkEnvironment, parseDatasetJsonl } from "../../src/sdk";
 
 const datasets: Record<string, string> = {
@@ -13,7 +13,7 @@ const datasets: Record<string, string> = {
 
 describe("the environment registry", () => {
   it("knows the built-in environments by name", () => {
-    expect(ENVIRONMENT_NAMES).toEqual(expect.arrayContaining(Object.keys(datasets)));
+    expect(environmentNames()).toEqual(expect.arrayContaining(Object.keys(datasets)));
     expect(loadEnvironment("exact-answer").kind).toBe("single-turn");
     expect(loadEnvironment("guess-number").kind).toBe("multi-turn");
   });

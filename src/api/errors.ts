@@ -1,0 +1,58 @@
+/** One error body for the whole API: `{error: {code, message, details?}}`. */
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { z } from "zod";
+import { describeZodError } from "../sdk";
+
+export type ErrorCode =
+  | "invalid_request"
+  | "malformed_json"
+  | "payload_too_large"
+  | "not_found"
+  | "example_rejected"
+  | "idempotency_conflict"
+  | "internal_error";
+
+/** Thrown anywhere in a handler; rendered by `onError`. */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export function errorBody(code: ErrorCode, message: string, details?: unknown) {
+  return { error: { code, message, ...(details === undefined ? {} : { details }) } };
+}
+
+export function invalidRequest(error: Pick<z.core.$ZodError, "issues">): ApiError {
+  return new ApiError(
+    400,
+    "invalid_request",
+    describeZodError(error),
+    error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })),
+  );
+}
+
+export function renderError(error: Error, c: Context) {
+  if (error instanceof ApiError)
+    return c.json(errorBody(error.code, error.message, error.details), error.status);
+  if (error instanceof HTTPException) {
+    // Hono's own refusals: a body that is not JSON, or one over the size limit.
+    const code =
+      error.status === 413
+        ? "payload_too_large"
+        : error.status === 400
+          ? "malformed_json"
+          : "invalid_request";
+    return c.json(errorBody(code, error.message || "bad request"), error.status);
+  }
+  console.error("unhandled error", error);
+  return c.json(errorBody("internal_error", "internal error; see the Worker logs"), 500);
+}

@@ -1,0 +1,51 @@
+/** The Worker's settings, read from wrangler vars and secrets with defaults, validated once. */
+import { z } from "zod";
+
+const seconds = (fallback: number) => z.coerce.number().positive().default(fallback);
+const count = (fallback: number) => z.coerce.number().int().nonnegative().default(fallback);
+
+const ConfigSchema = z.object({
+  INFERENCE_BASE_URL: z.url().default("http://127.0.0.1:8000/v1"),
+  INFERENCE_API_KEY: z.string().optional(),
+  /** "false" sends non-streaming requests; streaming frees the connection slot sooner. */
+  INFERENCE_STREAM: z.stringbool().default(true),
+  GENERATION_DEADLINE_S_PER_TOKEN: seconds(0.5),
+  GENERATION_DEADLINE_MIN_S: seconds(600),
+  GENERATION_DEADLINE_MAX_S: seconds(3600),
+  /** Transport retries (429, 5xx, resets, malformed bodies) inside one generation attempt. */
+  INFERENCE_MAX_RETRIES: count(4),
+  /** Generations in flight toward the host across all groups; 0 means no limit. */
+  MAX_INFLIGHT_GENERATIONS: count(256),
+  /** How often a group with work in flight wakes itself, to stay awake and resume after restarts. */
+  HEARTBEAT_S: seconds(30),
+  /** Re-sends of a generation lost to an object restart, per turn, before the episode fails. */
+  MAX_REDISPATCHES: count(3),
+  STEP_TIMEOUT_S: seconds(60),
+  SCORE_TIMEOUT_S: seconds(300),
+  /** Attempts at scoring a group before its unscored episodes fail with score_error. */
+  MAX_SCORE_ATTEMPTS: count(3),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+const cache = new WeakMap<object, Config>();
+
+/** Parses the Worker's env once per env object; a bad var is a deploy error, so it throws. */
+export function configFrom(env: object): Config {
+  let config = cache.get(env);
+  if (config === undefined) {
+    config = ConfigSchema.parse(env);
+    cache.set(env, config);
+  }
+  return config;
+}
+
+/** Generation deadline for a context size: clamp(per_token * tokens, min, max), in ms. */
+export function generationDeadlineMs(config: Config, maxContextTokens: number): number {
+  const s = config.GENERATION_DEADLINE_S_PER_TOKEN * maxContextTokens;
+  const clamped = Math.min(
+    Math.max(s, config.GENERATION_DEADLINE_MIN_S),
+    config.GENERATION_DEADLINE_MAX_S,
+  );
+  return Math.round(clamped * 1000);
+}

@@ -1,0 +1,108 @@
+/** D1 tables where finished groups land: one row per group, per episode, per message. */
+import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { ChatMessage, JsonObject, TaskExample, ToolCall } from "../sdk";
+
+/** Timestamps are ISO-8601 text, so SQL users can read and compare them as they are. */
+export const groups = sqliteTable(
+  "groups",
+  {
+    id: text("id").primaryKey(),
+    runId: text("run_id").notNull(),
+    env: text("env").notNull(),
+    exampleId: text("example_id").notNull(),
+    example: text("example", { mode: "json" }).$type<TaskExample>().notNull(),
+    policyVersion: integer("policy_version").notNull(),
+    groupSize: integer("group_size").notNull(),
+    /** `running` | `scoring` | `landed` | `failed`. */
+    status: text("status").notNull(),
+    failureReason: text("failure_reason"),
+    /** The credit requested, and the one applied after any per-turn fallback. */
+    creditAssignment: text("credit_assignment").notNull(),
+    creditApplied: text("credit_applied"),
+    advantage: text("advantage").notNull(),
+    warnings: text("warnings", { mode: "json" }).$type<string[]>().notNull(),
+    scoreMean: real("score_mean"),
+    scoreStd: real("score_std"),
+    episodesFailed: integer("episodes_failed"),
+    sampling: text("sampling", { mode: "json" }).$type<JsonObject>().notNull(),
+    maxContextTokens: integer("max_context_tokens").notNull(),
+    promptText: text("prompt_text").notNull(),
+    requestHash: text("request_hash").notNull(),
+    idempotencyKey: text("idempotency_key"),
+    createdAt: text("created_at").notNull(),
+    finishedAt: text("finished_at"),
+  },
+  (t) => [
+    index("groups_run_created").on(t.runId, t.createdAt),
+    index("groups_env").on(t.env),
+    index("groups_status").on(t.status),
+    index("groups_created").on(t.createdAt),
+  ],
+);
+
+export const episodes = sqliteTable(
+  "episodes",
+  {
+    id: text("id").primaryKey(),
+    groupId: text("group_id").notNull(),
+    idx: integer("idx").notNull(),
+    runId: text("run_id").notNull(),
+    env: text("env").notNull(),
+    exampleId: text("example_id").notNull(),
+    policyVersion: integer("policy_version").notNull(),
+    /** `completed` | `truncated` | `failed`. */
+    status: text("status").notNull(),
+    /** How it ended: `done`, `max_turns`, `context_length`, `context_budget`, or the failure. */
+    endReason: text("end_reason").notNull(),
+    failureReason: text("failure_reason"),
+    failureDetail: text("failure_detail"),
+    score: real("score"),
+    threshold: real("threshold"),
+    success: integer("success", { mode: "boolean" }),
+    advantage: real("advantage"),
+    perTurnRewards: text("per_turn_rewards", { mode: "json" }).$type<number[]>(),
+    perTurnAdvantages: text("per_turn_advantages", { mode: "json" }).$type<number[]>(),
+    rewardMetadata: text("reward_metadata", { mode: "json" }).$type<JsonObject>(),
+    /** Sampled assistant actions. */
+    turns: integer("turns").notNull(),
+    promptTokens: integer("prompt_tokens"),
+    completionTokens: integer("completion_tokens"),
+    totalTokens: integer("total_tokens"),
+    latencyMs: integer("latency_ms").notNull(),
+    redispatches: integer("redispatches").notNull(),
+    responseText: text("response_text").notNull(),
+    createdAt: text("created_at").notNull(),
+    finishedAt: text("finished_at").notNull(),
+  },
+  (t) => [
+    index("episodes_group").on(t.groupId),
+    index("episodes_run").on(t.runId),
+    index("episodes_env").on(t.env),
+    index("episodes_status").on(t.status),
+    index("episodes_created").on(t.createdAt),
+  ],
+);
+
+export const messages = sqliteTable(
+  "messages",
+  {
+    episodeId: text("episode_id").notNull(),
+    seq: integer("seq").notNull(),
+    groupId: text("group_id").notNull(),
+    /** The sampled action this message is or answers; null for the opening prompt. */
+    turn: integer("turn"),
+    role: text("role").$type<ChatMessage["role"]>().notNull(),
+    content: text("content").notNull(),
+    name: text("name"),
+    toolCalls: text("tool_calls", { mode: "json" }).$type<ToolCall[]>(),
+    toolCallId: text("tool_call_id"),
+    sampled: integer("sampled", { mode: "boolean" }).notNull(),
+    promptTokens: integer("prompt_tokens"),
+    completionTokens: integer("completion_tokens"),
+    finishReason: text("finish_reason"),
+    latencyMs: integer("latency_ms"),
+    attempts: integer("attempts"),
+    truncated: integer("truncated", { mode: "boolean" }),
+  },
+  (t) => [primaryKey({ columns: [t.episodeId, t.seq] }), index("messages_group").on(t.groupId)],
+);

@@ -1,0 +1,196 @@
+/**
+ * Sends one generation to the inference host under a deadline. Transport faults (429, 5xx,
+ * resets, malformed bodies) are retried with backoff inside the deadline; past the deadline
+ * the attempt is aborted and its partial output discarded.
+ */
+import { describeZodError } from "../sdk";
+import {
+  type Completion,
+  CompletionBodySchema,
+  type CompletionRequest,
+  requestBody,
+  usageOf,
+} from "./completion";
+import { errorForStatus, InferenceError } from "./failures";
+import { readCompletionStream } from "./stream";
+
+export interface InferenceEndpoint {
+  baseUrl: string;
+  apiKey?: string | undefined;
+}
+
+export type FailureReason = "inference_rejected" | "inference_unavailable" | "inference_malformed";
+
+export type GenerationOutcome =
+  | { kind: "ok"; completion: Completion; attempts: number; latencyMs: number }
+  | { kind: "timeout"; attempts: number; latencyMs: number }
+  | { kind: "context_length"; attempts: number; message: string }
+  | { kind: "failed"; reason: FailureReason; attempts: number; message: string };
+
+export interface GenerateOptions {
+  deadlineMs: number;
+  maxRetries: number;
+  /** Aborts the generation from outside (the group shutting it down); rethrown, not an outcome. */
+  signal?: AbortSignal;
+}
+
+class DeadlineExceeded extends Error {
+  override name = "DeadlineExceeded";
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}
+
+/** Exponential backoff with jitter, never shorter than what Retry-After asked for. */
+export function backoffMs(attempt: number, retryAfterS?: number): number {
+  const exponential = Math.min(250 * 2 ** (attempt - 1), 8000) * (0.5 + Math.random() / 2);
+  return Math.min(Math.max(exponential, (retryAfterS ?? 0) * 1000), 60_000);
+}
+
+async function readJson(response: Response): Promise<Completion> {
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new InferenceError(
+      "retryable",
+      `malformed body from the inference host: ${text.slice(0, 120)}`,
+      undefined,
+      {
+        cause: "malformed",
+      },
+    );
+  }
+  const body = CompletionBodySchema.safeParse(json);
+  if (!body.success) {
+    throw new InferenceError(
+      "retryable",
+      `malformed completion: ${describeZodError(body.error)}`,
+      undefined,
+      {
+        cause: "malformed",
+      },
+    );
+  }
+  const [choice] = body.data.choices;
+  return {
+    content: choice?.message.content ?? "",
+    toolCalls: choice?.message.tool_calls ?? [],
+    finishReason: choice?.finish_reason ?? null,
+    usage: usageOf(body.data.usage),
+  };
+}
+
+async function sendOnce(
+  endpoint: InferenceEndpoint,
+  request: CompletionRequest,
+  signal: AbortSignal,
+): Promise<Completion> {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (endpoint.apiKey) headers.authorization = `Bearer ${endpoint.apiKey}`;
+  let response: Response;
+  try {
+    response = await fetch(`${endpoint.baseUrl.replace(/\/+$/, "")}/chat/completions`, {
+      method: "POST",
+      headers,
+      body: requestBody(request),
+      signal,
+    });
+  } catch (error) {
+    if (signal.aborted) throw error;
+    throw new InferenceError(
+      "retryable",
+      `could not reach the inference host: ${String(error)}`,
+      undefined,
+      { cause: error },
+    );
+  }
+  if (!response.ok) {
+    throw errorForStatus(
+      response.status,
+      await response.text(),
+      response.headers.get("retry-after"),
+    );
+  }
+  const streamed =
+    request.stream &&
+    response.body &&
+    response.headers.get("content-type")?.includes("text/event-stream");
+  try {
+    return streamed && response.body
+      ? await readCompletionStream(response.body)
+      : await readJson(response);
+  } catch (error) {
+    if (signal.aborted || error instanceof InferenceError) throw error;
+    throw new InferenceError("retryable", `the response broke off: ${String(error)}`, undefined, {
+      cause: "malformed",
+    });
+  }
+}
+
+export async function generate(
+  endpoint: InferenceEndpoint,
+  request: CompletionRequest,
+  options: GenerateOptions,
+): Promise<GenerationOutcome> {
+  const started = Date.now();
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new DeadlineExceeded()), options.deadlineMs);
+  const signal = options.signal
+    ? AbortSignal.any([deadline.signal, options.signal])
+    : deadline.signal;
+  let attempts = 0;
+  try {
+    for (;;) {
+      attempts++;
+      try {
+        const completion = await sendOnce(endpoint, request, signal);
+        return { kind: "ok", completion, attempts, latencyMs: Date.now() - started };
+      } catch (error) {
+        if (options.signal?.aborted) throw error;
+        if (deadline.signal.aborted)
+          return { kind: "timeout", attempts, latencyMs: Date.now() - started };
+        const failure =
+          error instanceof InferenceError
+            ? error
+            : new InferenceError("retryable", String(error), undefined, { cause: error });
+        if (failure.kind === "context_length")
+          return { kind: "context_length", attempts, message: failure.message };
+        if (failure.kind === "rejected") {
+          return {
+            kind: "failed",
+            reason: "inference_rejected",
+            attempts,
+            message: failure.message,
+          };
+        }
+        if (attempts > options.maxRetries) {
+          const reason =
+            failure.cause === "malformed" ? "inference_malformed" : "inference_unavailable";
+          return { kind: "failed", reason, attempts, message: failure.message };
+        }
+        try {
+          await sleep(backoffMs(attempts, failure.retryAfterS), signal);
+        } catch (aborted) {
+          if (options.signal?.aborted) throw aborted;
+          return { kind: "timeout", attempts, latencyMs: Date.now() - started };
+        }
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}

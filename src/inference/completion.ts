@@ -1,0 +1,110 @@
+/** The OpenAI-compatible chat-completions wire format: what edgeroll sends and what it accepts back. */
+import { z } from "zod";
+import type { ChatMessage, ToolCall } from "../sdk";
+
+export interface SamplingParams {
+  model: string;
+  temperature: number;
+  top_p: number;
+  max_completion_tokens: number;
+  stop?: string | string[] | undefined;
+}
+
+export interface CompletionRequest {
+  sampling: SamplingParams;
+  messages: readonly ChatMessage[];
+  /** Per-generation seed, derived from the group's seed, the episode and the turn. */
+  seed?: number | undefined;
+  stream: boolean;
+}
+
+/** A finished generation, reassembled from a stream or read from one JSON body. */
+export interface Completion {
+  content: string;
+  toolCalls: ToolCall[];
+  finishReason: string | null;
+  usage: { promptTokens: number; completionTokens: number } | null;
+}
+
+/** Only the fields the OpenAI API defines; edgeroll's metadata never leaves the Worker. */
+function toWire(message: ChatMessage) {
+  const { metadata: _metadata, ...wire } = message;
+  return wire;
+}
+
+export function requestBody(request: CompletionRequest): string {
+  const { sampling } = request;
+  return JSON.stringify({
+    model: sampling.model,
+    messages: request.messages.map(toWire),
+    temperature: sampling.temperature,
+    top_p: sampling.top_p,
+    // Both names: vLLM, SGLang and OpenAI read the new one, older llama.cpp builds the old one.
+    max_tokens: sampling.max_completion_tokens,
+    max_completion_tokens: sampling.max_completion_tokens,
+    ...(sampling.stop === undefined ? {} : { stop: sampling.stop }),
+    ...(request.seed === undefined ? {} : { seed: request.seed }),
+    ...(request.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  });
+}
+
+const UsageSchema = z
+  .object({
+    prompt_tokens: z.number().int().nonnegative(),
+    completion_tokens: z.number().int().nonnegative(),
+  })
+  .nullish();
+
+const WireToolCallSchema = z.object({
+  id: z.string().default(""),
+  type: z.literal("function").default("function"),
+  function: z.object({ name: z.string(), arguments: z.string().default("") }),
+});
+
+export const CompletionBodySchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullish(),
+          tool_calls: z.array(WireToolCallSchema).nullish(),
+        }),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .min(1),
+  usage: UsageSchema,
+});
+
+export const CompletionChunkSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        delta: z
+          .object({
+            content: z.string().nullish(),
+            tool_calls: z
+              .array(
+                z.object({
+                  index: z.number().int().nonnegative(),
+                  id: z.string().nullish(),
+                  function: z
+                    .object({ name: z.string().nullish(), arguments: z.string().nullish() })
+                    .nullish(),
+                }),
+              )
+              .nullish(),
+          })
+          .nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .default([]),
+  usage: UsageSchema,
+});
+
+export function usageOf(usage: z.infer<typeof UsageSchema>): Completion["usage"] {
+  return usage
+    ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }
+    : null;
+}

@@ -1,0 +1,38 @@
+/** Group ids and request fingerprints. */
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
+async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Same request, same hash, whatever the key order. */
+export function requestHash(request: unknown): Promise<string> {
+  return sha256Hex(JSON.stringify(canonical(request)));
+}
+
+/**
+ * A new group id: time-ordered (base-36 milliseconds) then random, so ids sort by creation.
+ * With an idempotency key the id is derived from it, so a retried POST reaches the same group.
+ */
+export async function newGroupId(idempotencyKey: string | null): Promise<string> {
+  if (idempotencyKey !== null)
+    return `g_k${(await sha256Hex(`idempotency:${idempotencyKey}`)).slice(0, 24)}`;
+  const random = crypto.getRandomValues(new Uint8Array(8));
+  const suffix = [...random]
+    .map((b) => b.toString(36).padStart(2, "0"))
+    .join("")
+    .slice(0, 14);
+  return `g_${Date.now().toString(36).padStart(9, "0")}${suffix}`;
+}

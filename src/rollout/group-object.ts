@@ -1,0 +1,225 @@
+/**
+ * One Durable Object per rollout group. It holds only the group's transcripts and state,
+ * drives its episodes concurrently, has them graded, lands the result in D1 and then deletes
+ * its storage. One alarm multiplexes every timer: the heartbeat that keeps the object awake
+ * while generations are in flight and resumes it after a restart, and the retries of
+ * registration, scoring and landing.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { configFrom } from "../config";
+import type { ScoreWorkerApi } from "../env-workers/score-worker";
+import type { StepWorkerApi } from "../env-workers/step-worker";
+import { errorMessage } from "../sdk";
+import { episodeId, type GroupSpec } from "./group-spec";
+import { GroupStore, TERMINAL_STATES } from "./group-store";
+import { knownGroupHash, landGroup, registerGroup } from "./landing";
+import { groupPermits } from "./permits";
+import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
+import { driveEpisode, type GroupRuntime } from "./turn";
+
+export type StartResult = { outcome: "created" | "existing" } | { outcome: "conflict" };
+
+export interface EpisodeStatus {
+  episode_id: string;
+  index: number;
+  state: string;
+  turns: number;
+  end_reason: string | null;
+  failure_reason: string | null;
+  failure_detail: string | null;
+  redispatches: number;
+  score: number | null;
+  advantage: number | null;
+}
+
+export interface LiveGroupStatus {
+  spec: GroupSpec;
+  status: "running" | "scoring";
+  warnings: string[];
+  episodes: EpisodeStatus[];
+  lastError: string | null;
+}
+
+const TIMER_REGISTER = "register";
+const TIMER_SCORE = "score";
+const TIMER_LAND = "land";
+
+/** Retries of D1 and the score worker back off up to five minutes. */
+function retryDelayMs(attempt: number): number {
+  return Math.min(1000 * 2 ** (attempt - 1), 300_000);
+}
+
+export class RolloutGroup extends DurableObject<Env> {
+  private readonly store = new GroupStore(this.ctx.storage);
+  private readonly config = configFrom(this.env);
+  private readonly drivers = new Map<number, Promise<void>>();
+  private runtime: GroupRuntime | null = null;
+  private finishing: Promise<void> | null = null;
+
+  /** Starts the group, or recognises a retried start of the same request. */
+  async start(spec: GroupSpec): Promise<StartResult> {
+    const result = await this.ctx.blockConcurrencyWhile(async (): Promise<StartResult> => {
+      if (this.store.exists()) {
+        return this.store.group().spec.requestHash === spec.requestHash
+          ? { outcome: "existing" }
+          : { outcome: "conflict" };
+      }
+      // A group that already landed has left only its D1 rows behind.
+      if (spec.idempotencyKey !== null) {
+        const known = await knownGroupHash(this.env.DB, spec.groupId);
+        if (known !== null)
+          return known === spec.requestHash ? { outcome: "existing" } : { outcome: "conflict" };
+      }
+      this.store.create(spec);
+      this.store.setTimer(TIMER_REGISTER, Date.now());
+      await this.rearm();
+      await this.register();
+      return { outcome: "created" };
+    });
+    if (result.outcome !== "conflict") await this.resume();
+    return result;
+  }
+
+  /** The live view of a group still in flight; null when this object holds no group. */
+  async status(): Promise<LiveGroupStatus | null> {
+    if (!this.store.exists()) return null;
+    const group = this.store.group();
+    return {
+      spec: group.spec,
+      status: group.phase === "running" ? "running" : "scoring",
+      warnings: group.warnings,
+      lastError: group.lastError,
+      episodes: this.store.episodes().map((e) => ({
+        episode_id: episodeId(group.spec.groupId, e.idx),
+        index: e.idx,
+        state: e.state,
+        turns: e.turns,
+        end_reason: e.endReason,
+        failure_reason: e.failureReason,
+        failure_detail: e.failureDetail,
+        redispatches: e.redispatches,
+        score: e.reward?.score ?? null,
+        advantage: e.advantage,
+      })),
+    };
+  }
+
+  override async alarm(): Promise<void> {
+    if (!this.store.exists()) return;
+    const due = new Set(this.store.dueTimers(Date.now()));
+    if (due.has(TIMER_REGISTER)) await this.register();
+    for (const name of [TIMER_SCORE, TIMER_LAND]) if (due.has(name)) this.store.clearTimer(name);
+    await this.resume();
+    if (this.store.exists()) await this.rearm();
+  }
+
+  /** Everything this object should be doing, started if it is not already running. */
+  private async resume(): Promise<void> {
+    if (!this.store.exists()) return;
+    const group = this.store.group();
+    if (this.runtime === null) {
+      this.runtime = {
+        spec: group.spec,
+        store: this.store,
+        config: this.config,
+        // Workers' RPC types drop fields typed `unknown`; the values themselves cross intact.
+        stepWorker: this.env.STEP_WORKER as unknown as StepWorkerApi,
+        permits: groupPermits(this.env, group.spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
+      };
+      // First wake of this instance: permits held by an earlier one went with its generations.
+      await this.runtime.permits.reset();
+    }
+    const runtime = this.runtime;
+    if (group.phase === "running") {
+      for (const episode of this.store.episodes()) {
+        if (TERMINAL_STATES.includes(episode.state) || this.drivers.has(episode.idx)) continue;
+        const driver = driveEpisode(runtime, episode.idx).finally(() => {
+          this.drivers.delete(episode.idx);
+          void this.finishWhenDone();
+        });
+        this.drivers.set(episode.idx, driver);
+      }
+    }
+    await this.finishWhenDone();
+  }
+
+  /** Once every episode has ended: grade, assign credit, land, delete. Runs once at a time. */
+  private finishWhenDone(): Promise<void> {
+    if (this.finishing !== null || !this.store.exists() || !this.store.allTerminal()) {
+      return this.finishing ?? Promise.resolve();
+    }
+    this.finishing = this.finish()
+      .catch(async (error) => {
+        // An unexpected fault: remember it and let the alarm try again.
+        this.store.countAttempt("land", errorMessage(error));
+        this.store.setTimer(TIMER_LAND, Date.now() + retryDelayMs(1));
+        await this.rearm();
+      })
+      .finally(() => {
+        this.finishing = null;
+      });
+    return this.finishing;
+  }
+
+  private async finish(): Promise<void> {
+    let group = this.store.group();
+    if (group.phase === "running") {
+      this.store.setPhase("scoring");
+      group = this.store.group();
+    }
+    if (group.phase === "scoring") {
+      if (this.isWaiting(TIMER_SCORE)) return;
+      const scored = await scoreEpisodes(
+        this.store,
+        group.spec,
+        this.env.SCORE_WORKER as unknown as ScoreWorkerApi,
+        this.config.SCORE_TIMEOUT_S * 1000,
+      );
+      if (!scored.ok) {
+        const attempts = this.store.countAttempt("score", scored.error);
+        if (attempts < this.config.MAX_SCORE_ATTEMPTS) {
+          this.store.setTimer(TIMER_SCORE, Date.now() + retryDelayMs(attempts));
+          return this.rearm();
+        }
+        failUngraded(this.store, `${scored.error} (gave up after ${attempts} attempts)`);
+      }
+      assignCredit(this.store, group.spec);
+    }
+    if (this.isWaiting(TIMER_LAND)) return;
+    try {
+      await landGroup(this.env.DB, this.store);
+    } catch (error) {
+      // The transcripts stay here until D1 has confirmed the landing.
+      const attempts = this.store.countAttempt("land", `D1: ${errorMessage(error)}`);
+      this.store.setTimer(TIMER_LAND, Date.now() + retryDelayMs(attempts));
+      return this.rearm();
+    }
+    await this.store.deleteAll();
+    this.runtime = null;
+  }
+
+  private isWaiting(timer: string): boolean {
+    return this.store.dueTimers(Number.POSITIVE_INFINITY).includes(timer);
+  }
+
+  /** Registers the group in D1 so SQL sees it running; on failure the timer tries again. */
+  private async register(): Promise<void> {
+    if (this.store.group().registered) return this.store.clearTimer(TIMER_REGISTER);
+    try {
+      await registerGroup(this.env.DB, this.store.group().spec);
+      this.store.markRegistered();
+      this.store.clearTimer(TIMER_REGISTER);
+    } catch {
+      this.store.setTimer(TIMER_REGISTER, Date.now() + retryDelayMs(2));
+    }
+  }
+
+  /** The alarm goes off at the earliest timer, and never later than one heartbeat away. */
+  private async rearm(): Promise<void> {
+    const heartbeat = Date.now() + this.config.HEARTBEAT_S * 1000;
+    const next = Math.min(this.store.nextTimer() ?? heartbeat, heartbeat);
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > next || current < Date.now())
+      await this.ctx.storage.setAlarm(next);
+  }
+}

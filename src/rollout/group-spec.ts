@@ -1,0 +1,72 @@
+/** What a rollout group is asked to do: the validated request, persisted as the group's spec. */
+import { z } from "zod";
+import { TaskExampleSchema } from "../sdk";
+
+export const SamplingSchema = z.strictObject({
+  model: z.string().min(1).max(256),
+  temperature: z.number().min(0).max(5).default(1),
+  top_p: z.number().gt(0).max(1).default(1),
+  /** Per action (one tool call or one reply), not per episode. */
+  max_completion_tokens: z.number().int().min(1).max(262_144).default(1024),
+  stop: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(8)]).optional(),
+  /** Makes sampling reproducible: each generation gets a seed derived from this one. */
+  seed: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31 - 1)
+    .optional(),
+});
+export type Sampling = z.infer<typeof SamplingSchema>;
+
+export const StartGroupRequestSchema = z
+  .strictObject({
+    env: z.string().min(1).max(128),
+    example: TaskExampleSchema,
+    /** A group of 1 is for evaluation or data collection: it carries no advantage. */
+    group_size: z.number().int().min(1).max(256),
+    prompt_text: z.string().max(200_000).default(""),
+    run_id: z
+      .string()
+      .regex(/^[A-Za-z0-9][\w.:-]{0,127}$/, "letters, digits and . _ : - only, at most 128")
+      .default("default"),
+    policy_version: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1)
+      .default(0),
+    credit_assignment: z.enum(["per_episode", "per_turn"]).default("per_episode"),
+    advantage: z.enum(["mean", "mean_std"]).default("mean"),
+    sampling: SamplingSchema,
+    /** Must hold the system prompt plus the whole running transcript. */
+    max_context_tokens: z.number().int().min(64).max(2_097_152).default(32_768),
+  })
+  .refine((r) => r.sampling.max_completion_tokens < r.max_context_tokens, {
+    message: "must be smaller than max_context_tokens",
+    path: ["sampling", "max_completion_tokens"],
+  });
+export type StartGroupRequest = z.infer<typeof StartGroupRequestSchema>;
+
+export interface GroupSpec {
+  groupId: string;
+  request: StartGroupRequest;
+  /** SHA-256 of the canonical request: a retried POST must match it. */
+  requestHash: string;
+  idempotencyKey: string | null;
+  createdAt: string;
+}
+
+export function episodeId(groupId: string, index: number): string {
+  return `${groupId}-e${index}`;
+}
+
+/** The seed for one generation: distinct per episode and turn, reproducible from the group's. */
+export function generationSeed(
+  sampling: Sampling,
+  episode: number,
+  turn: number,
+): number | undefined {
+  if (sampling.seed === undefined) return undefined;
+  return (sampling.seed * 1_000_003 + episode * 10_007 + turn) % 2 ** 31;
+}

@@ -1,0 +1,88 @@
+/**
+ * Where rewards are computed: once every episode has ended, the score worker grades the group
+ * (`scoreEpisodes`), then group-relative credit and advantages are assigned. Failed episodes
+ * are not graded and carry no advantage.
+ */
+import type { ScoreWorkerApi } from "../env-workers/score-worker";
+import { assembleEpisode, assignGroupCredit, errorMessage, type ScoreOutcome } from "../sdk";
+import { episodeId, type GroupSpec } from "./group-spec";
+import type { EpisodeRow, GroupStore } from "./group-store";
+import { withTimeout } from "./timeout";
+
+function episodeForScoring(store: GroupStore, episode: EpisodeRow) {
+  return assembleEpisode({
+    messages: store.transcript(episode.idx),
+    openingCount: episode.openingCount ?? 0,
+    responseText: episode.responseText,
+    steps: store.steps(episode.idx),
+    latencyMs: (episode.finishedAt ?? episode.startedAt) - episode.startedAt,
+    totalTokens: episode.totalTokens,
+  });
+}
+
+/**
+ * Grades the group's unfailed episodes. Returns false when the score worker could not be
+ * reached or timed out, so the caller can retry later; true once every episode has a grade or
+ * a recorded failure.
+ */
+export async function scoreEpisodes(
+  store: GroupStore,
+  spec: GroupSpec,
+  scoreWorker: ScoreWorkerApi,
+  timeoutMs: number,
+): Promise<{ ok: true } | { ok: false; error: string }> {
+  const gradable = store.episodes().filter((e) => e.state !== "failed" && e.reward === null);
+  if (gradable.length === 0) return { ok: true };
+  let outcomes: ScoreOutcome[] | "timeout";
+  try {
+    outcomes = await withTimeout(
+      scoreWorker.score({
+        env: spec.request.env,
+        example: spec.request.example,
+        episodes: gradable.map((e) => episodeForScoring(store, e)),
+      }),
+      timeoutMs,
+    );
+  } catch (error) {
+    return { ok: false, error: `score worker: ${errorMessage(error)}` };
+  }
+  if (outcomes === "timeout") return { ok: false, error: "scoreEpisodes ran past SCORE_TIMEOUT_S" };
+  gradable.forEach((episode, i) => {
+    const outcome = outcomes[i];
+    if (outcome?.ok) store.recordReward(episode.idx, outcome.reward);
+    else store.finish(episode.idx, "failed", "score_error", outcome?.error ?? "no grade returned");
+  });
+  return { ok: true };
+}
+
+/** Gives up on grading: every episode still without a grade fails with the last error. */
+export function failUngraded(store: GroupStore, error: string): void {
+  for (const episode of store.episodes()) {
+    if (episode.state !== "failed" && episode.reward === null)
+      store.finish(episode.idx, "failed", "score_error", error);
+  }
+}
+
+/** Assigns group-relative credit from the recorded grades; the group moves on to landing. */
+export function assignCredit(store: GroupStore, spec: GroupSpec): void {
+  const episodes = store.episodes();
+  const credit = assignGroupCredit(
+    episodes.map((e) => ({
+      id: episodeId(spec.groupId, e.idx),
+      score: e.state === "failed" ? null : (e.reward?.score ?? null),
+      perTurnRewards: e.reward?.metadata.per_turn_rewards,
+      sampledTurns: e.turns,
+    })),
+    { creditAssignment: spec.request.credit_assignment, advantage: spec.request.advantage },
+  );
+  store.recordCredit(
+    episodes.map((e, i) => ({
+      idx: e.idx,
+      advantage: credit.advantages[i] ?? null,
+      perTurnRewards: credit.perTurnRewards[i] ?? null,
+      perTurnAdvantages: credit.perTurnAdvantages[i] ?? null,
+    })),
+    credit.creditAssignment,
+    credit.warnings,
+  );
+}

@@ -1,0 +1,186 @@
+/**
+ * Where a turn happens. One driver per episode walks its state machine — open, then generate /
+ * step until the episode ends — persisting each transition before acting on it, so a driver
+ * started after a restart picks up exactly where the last one stopped.
+ */
+import { type Config, generationDeadlineMs } from "../config";
+import type { StepWorkerApi } from "../env-workers/step-worker";
+import { generate } from "../inference/client";
+import {
+  type ChatMessage,
+  errorMessage,
+  isSampledAction,
+  responseTextAfter,
+  sampledMessage,
+} from "../sdk";
+import { type GroupSpec, generationSeed } from "./group-spec";
+import type { GroupStore } from "./group-store";
+import type { Permits } from "./permits";
+import { withTimeout } from "./timeout";
+
+export interface GroupRuntime {
+  spec: GroupSpec;
+  store: GroupStore;
+  config: Config;
+  stepWorker: StepWorkerApi;
+  permits: Permits;
+}
+
+/** Attempts at reaching the step worker itself (not environment errors) before giving up. */
+const STEP_CALL_ATTEMPTS = 3;
+
+/** A rough token count for text the host has not counted yet; the host's own answer decides. */
+function estimateTokens(messages: readonly ChatMessage[]): number {
+  return messages.reduce((sum, m) => sum + Math.ceil(m.content.length / 4) + 4, 0);
+}
+
+/** Whether the next generation still fits `max_context_tokens` with its completion budget. */
+function fitsContext(rt: GroupRuntime, idx: number, transcript: readonly ChatMessage[]): boolean {
+  const { request } = rt.spec;
+  const counted = rt.store.episode(idx).totalTokens;
+  const lastAction = transcript.findLastIndex(isSampledAction);
+  const used =
+    counted !== null && lastAction !== -1
+      ? counted + estimateTokens(transcript.slice(lastAction + 1))
+      : estimateTokens(transcript);
+  return used + request.sampling.max_completion_tokens <= request.max_context_tokens;
+}
+
+async function callStepWorker<T>(
+  rt: GroupRuntime,
+  idx: number,
+  what: string,
+  call: () => Promise<T>,
+) {
+  const timeoutMs = rt.config.STEP_TIMEOUT_S * 1000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withTimeout(call(), timeoutMs);
+    } catch (error) {
+      if (attempt >= STEP_CALL_ATTEMPTS) {
+        rt.store.finish(idx, "failed", "step_unavailable", `${what}: ${errorMessage(error)}`);
+        return null;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
+}
+
+async function open(rt: GroupRuntime, idx: number): Promise<void> {
+  const { env, example, prompt_text: promptText } = rt.spec.request;
+  const result = await callStepWorker(rt, idx, "open", () =>
+    rt.stepWorker.open({ env, example, promptText }),
+  );
+  if (result === null) return;
+  if (result === "timeout")
+    return rt.store.finish(idx, "failed", "step_timeout", "startEpisode ran past STEP_TIMEOUT_S");
+  if (!result.ok) return rt.store.finish(idx, "failed", "env_error", result.error);
+  rt.store.recordOpening(idx, result.value.messages, result.value.maxTurns);
+}
+
+async function sample(rt: GroupRuntime, idx: number, transcript: ChatMessage[]): Promise<void> {
+  const { store, config, spec } = rt;
+  const pending = store.generation(idx);
+  if (pending?.state === "sent") {
+    // Sent by an earlier instance of this object and lost with it: not a timeout, a re-dispatch.
+    if (store.episode(idx).redispatches >= config.MAX_REDISPATCHES) {
+      return store.finish(
+        idx,
+        "failed",
+        "redispatch_limit",
+        `generation lost to ${config.MAX_REDISPATCHES + 1} restarts`,
+      );
+    }
+    store.recordRedispatch(idx);
+  } else if (pending === null) {
+    if (!fitsContext(rt, idx, transcript)) return store.finish(idx, "truncated", "context_budget");
+    store.queueGeneration(idx);
+  }
+
+  const deadlineMs = generationDeadlineMs(config, spec.request.max_context_tokens);
+  // The deadline clock starts when the request is sent, not while it waits for a permit.
+  const release = await rt.permits.acquire(idx, deadlineMs + 60_000);
+  try {
+    store.markSent(idx, Date.now() + deadlineMs);
+    const turn = store.episode(idx).turns;
+    const outcome = await generate(
+      { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY },
+      {
+        sampling: spec.request.sampling,
+        messages: transcript,
+        seed: generationSeed(spec.request.sampling, idx, turn),
+        stream: config.INFERENCE_STREAM,
+      },
+      { deadlineMs, maxRetries: config.INFERENCE_MAX_RETRIES },
+    );
+    switch (outcome.kind) {
+      case "ok": {
+        const { completion } = outcome;
+        const message = sampledMessage({
+          content: completion.content,
+          toolCalls: completion.toolCalls,
+        });
+        store.recordAction(idx, message, {
+          promptTokens: completion.usage?.promptTokens ?? null,
+          completionTokens: completion.usage?.completionTokens ?? null,
+          finishReason: completion.finishReason,
+          latencyMs: outcome.latencyMs,
+          attempts: outcome.attempts,
+        });
+        transcript.push(message);
+        return;
+      }
+      case "timeout": {
+        // The output of a timed-out attempt is dropped: it never reaches the environment.
+        const timeouts = store.recordTimeout(idx, outcome.attempts);
+        if (timeouts >= 2) {
+          store.finish(
+            idx,
+            "failed",
+            "generation_timeout",
+            `two attempts ran past the ${deadlineMs / 1000} s deadline`,
+          );
+        }
+        return;
+      }
+      case "context_length":
+        return store.finish(idx, "truncated", "context_length", outcome.message);
+      case "failed":
+        return store.finish(idx, "failed", outcome.reason, outcome.message);
+    }
+  } finally {
+    await release();
+  }
+}
+
+async function step(rt: GroupRuntime, idx: number, transcript: ChatMessage[]): Promise<void> {
+  const { env, example } = rt.spec.request;
+  const result = await callStepWorker(rt, idx, "step", () =>
+    rt.stepWorker.step({ env, example, messages: transcript }),
+  );
+  if (result === null) return;
+  if (result === "timeout")
+    return rt.store.finish(idx, "failed", "step_timeout", "stepEpisode ran past STEP_TIMEOUT_S");
+  if (!result.ok) return rt.store.finish(idx, "failed", "env_error", result.error);
+  const action = transcript.at(-1) as ChatMessage;
+  rt.store.recordStep(idx, result.value, responseTextAfter(result.value, action.content));
+  transcript.push(...result.value.messages);
+}
+
+/** Runs one episode from wherever its stored state says it is until it ends. */
+export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void> {
+  const transcript = rt.store.transcript(idx);
+  for (;;) {
+    const state = rt.store.episode(idx).state;
+    try {
+      if (state === "opening") await open(rt, idx);
+      else if (state === "generating") await sample(rt, idx, transcript);
+      else if (state === "stepping") await step(rt, idx, transcript);
+      else return;
+    } catch (error) {
+      // Nothing is dropped silently: an unexpected fault still ends the episode with a reason.
+      rt.store.finish(idx, "failed", "internal_error", `${state}: ${errorMessage(error)}`);
+    }
+    if (state === "opening") transcript.push(...rt.store.transcript(idx));
+  }
+}

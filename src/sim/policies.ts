@@ -1,0 +1,153 @@
+/**
+ * Scripted players for the built-in environments, playing like a weak model would: right most of
+ * the time, with mistakes that grow with the temperature, so rewards vary inside a group.
+ * Temperature 0 plays perfectly. They read only the conversation, as a real model would.
+ */
+import type { Random } from "./random";
+
+export interface SimMessage {
+  role: string;
+  content: string;
+}
+
+export interface PlayContext {
+  messages: readonly SimMessage[];
+  random: Random;
+  temperature: number;
+}
+
+const lastMatch = (text: string, pattern: RegExp) => [...text.matchAll(pattern)].at(-1)?.[1];
+
+/** Noisy binary search on the higher/lower hints; sometimes forgets the format or a hint. */
+function guessNumber({ messages, random, temperature }: PlayContext): string {
+  let [low, high] = [1, 100];
+  messages.forEach((m, i) => {
+    if (m.role !== "assistant") return;
+    const guess = Number(lastMatch(m.content, /<guess>\s*(\d+)\s*<\/guess>/g));
+    const reply = messages[i + 1]?.content ?? "";
+    if (!Number.isInteger(guess)) return;
+    if (/\bhigher\b/.test(reply)) low = Math.max(low, guess + 1);
+    if (/\blower\b/.test(reply)) high = Math.min(high, guess - 1);
+  });
+  if (low > high) [low, high] = [1, 100];
+  const middle = Math.floor((low + high) / 2);
+  if (random() < 0.07 * temperature) return `I think the number is ${middle}.`;
+  if (random() < 0.08 * temperature) return `<guess>${1 + Math.floor(random() * 100)}</guess>`;
+  const spread = ((high - low) / 3) * temperature;
+  const guess = Math.min(high, Math.max(low, Math.round(middle + (random() * 2 - 1) * spread)));
+  return `Narrowing it down: <guess>${guess}</guess>`;
+}
+
+function toolCall(name: string, args: object): string {
+  return `<tool_call>${JSON.stringify({ name, arguments: args })}</tool_call>`;
+}
+
+interface ToolResult {
+  name: string;
+  result: unknown;
+}
+
+function toolResults(messages: readonly SimMessage[]): ToolResult[] {
+  return messages.flatMap((m) => {
+    const block = lastMatch(m.content, /<tool_result>([\s\S]*?)<\/tool_result>/g);
+    if (m.role !== "user" || block === undefined) return [];
+    try {
+      return JSON.parse(block) as ToolResult[];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** Authenticates, looks the orders up, resolves; sometimes skips authentication or picks wrong. */
+function toolAgent({ messages, random, temperature }: PlayContext): string {
+  const request = messages.find((m) => m.role === "user")?.content ?? "";
+  const email = /[\w.+-]+@[\w-]+(\.[\w-]+)+/.exec(request)?.[0] ?? "";
+  const zip = /ZIP (\d{5})/i.exec(request)?.[1] ?? "";
+  const actions = messages.filter((m) => m.role === "assistant").length;
+  const results = toolResults(messages);
+  const resolved = results.find((r) =>
+    /"status":"(refunded|cancelled)"/.test(JSON.stringify(r.result)),
+  );
+  if (resolved || actions >= 6)
+    return resolved ? "Done: your request has been handled." : "Sorry, I could not finish this.";
+  const verified = results.some(
+    (r) => r.name === "verify_identity" && JSON.stringify(r.result).includes('"verified":true'),
+  );
+  if (!verified) {
+    if (actions === 0 && random() < 0.15 * temperature) return toolCall("list_orders", {});
+    if (random() < 0.05 * temperature)
+      return '<tool_call>{"name": "verify_identity", "arguments": {"email": ';
+    return toolCall("verify_identity", { email, zip });
+  }
+  const listed = results.findLast((r) => r.name === "list_orders" && Array.isArray(r.result));
+  if (listed === undefined) return toolCall("list_orders", {});
+  const orders = listed.result as { id: string; item: string }[];
+  const named = orders.find((o) => request.toLowerCase().includes(o.item.toLowerCase()));
+  const pick =
+    named && random() >= 0.15 * temperature ? named : orders[Math.floor(random() * orders.length)];
+  if (pick === undefined) return "Sorry, I found no orders.";
+  return /cancel/i.test(request)
+    ? toolCall("cancel_order", { order_id: pick.id })
+    : toolCall("refund_order", { order_id: pick.id, reason: "damaged on arrival" });
+}
+
+/** + - * / and parentheses, by recursive descent; null for anything else. */
+export function evaluateArithmetic(expression: string): number | null {
+  const tokens = expression.match(/\d+(\.\d+)?|[-+*/()]/g) ?? [];
+  if (tokens.join("") !== expression.replace(/\s+/g, "")) return null;
+  let at = 0;
+  const peek = () => tokens[at];
+  const atom = (): number => {
+    const token = tokens[at++];
+    if (token === "(") {
+      const value = sum();
+      at++;
+      return value;
+    }
+    if (token === "-") return -atom();
+    return Number(token);
+  };
+  const product = (): number => {
+    let value = atom();
+    while (peek() === "*" || peek() === "/")
+      value = tokens[at++] === "*" ? value * atom() : value / atom();
+    return value;
+  };
+  const sum = (): number => {
+    let value = product();
+    while (peek() === "+" || peek() === "-")
+      value = tokens[at++] === "+" ? value + product() : value - product();
+    return value;
+  };
+  const value = sum();
+  return at === tokens.length && Number.isFinite(value) ? value : null;
+}
+
+/** Works arithmetic out, occasionally off by one; admits it does not know anything else. */
+function exactAnswer({ messages, random, temperature }: PlayContext): string {
+  const question = messages.findLast((m) => m.role === "user")?.content ?? "";
+  const text = question
+    .replace(/(\d+(?:\.\d+)?)% of (\d+(?:\.\d+)?)/i, "($1 * $2 / 100)")
+    .replace(/(\d+) to the power of (\d+)/i, (_, a, b) => String(Number(a) ** Number(b)))
+    .replace(/square root of (\d+)/i, (_, a) => String(Math.sqrt(Number(a))))
+    .replace(/(\d+) squared/i, "($1 * $1)");
+  const expression = /what is ([-+*/().\d\s]+)\??/i.exec(text)?.[1]?.trim();
+  const value = expression ? evaluateArithmetic(expression) : null;
+  if (value === null) return "<answer>I don't know</answer>";
+  const slip = random() < 0.15 * temperature ? 1 : 0;
+  return `The result is <answer>${Number((value + slip).toFixed(6))}</answer>`;
+}
+
+/** Picks the player from what the prompt asks for. */
+export function playTurn(context: PlayContext): string {
+  const prompt = context.messages
+    .filter((m) => m.role !== "assistant")
+    .slice(0, 2)
+    .map((m) => m.content)
+    .join("\n");
+  if (prompt.includes("<guess>")) return guessNumber(context);
+  if (prompt.includes("<tool_call>")) return toolAgent(context);
+  if (prompt.includes("<answer>")) return exactAnswer(context);
+  return "I am a simulated model and do not know this task.";
+}

@@ -1,0 +1,285 @@
+/**
+ * An OpenAI-compatible inference simulator for local runs and tests: chat completions
+ * (streaming and not) played by scripted policies, real token counts, a latency model, and
+ * fault injection — globally by options, or per request by directives in the model name
+ * (`sim+hang`, `sim+fail:503:2`, ...).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { countTokens, decode, encode } from "gpt-tokenizer";
+import { z } from "zod";
+import { type Directives, parseModel } from "./directives";
+import { playTurn } from "./policies";
+import { hashString, type Random, seededRandom } from "./random";
+
+export interface LatencyModel {
+  /** Time to first token, plus a share proportional to the prompt. */
+  ttftMs: number;
+  msPerPromptToken: number;
+  msPerToken: number;
+}
+
+export interface FaultRates {
+  /** Share of requests answered with one of `errorStatuses`. */
+  errorRate: number;
+  errorStatuses: number[];
+  hangRate: number;
+  malformedRate: number;
+  cutRate: number;
+  resetRate: number;
+}
+
+export interface SimulatorOptions {
+  port?: number;
+  host?: string;
+  latency?: Partial<LatencyModel>;
+  faults?: Partial<FaultRates>;
+}
+
+export interface SimulatorStats {
+  requests: number;
+  outcomes: Record<string, number>;
+  byModel: Record<string, { requests: number; outcomes: Record<string, number> }>;
+}
+
+export interface Simulator {
+  url: string;
+  port: number;
+  stats(): SimulatorStats;
+  close(): Promise<void>;
+}
+
+const RequestSchema = z.object({
+  model: z.string().min(1),
+  messages: z.array(z.object({ role: z.string(), content: z.string().nullish() }).loose()).min(1),
+  temperature: z.number().min(0).default(1),
+  max_tokens: z.number().int().positive().optional(),
+  max_completion_tokens: z.number().int().positive().optional(),
+  stop: z.union([z.string(), z.array(z.string())]).optional(),
+  n: z.number().int().min(1).max(16).default(1),
+  seed: z.number().int().optional(),
+  stream: z.boolean().default(false),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).loose().optional(),
+});
+type CompletionRequest = z.infer<typeof RequestSchema>;
+
+const NO_FAULTS: FaultRates = {
+  errorRate: 0,
+  errorStatuses: [503],
+  hangRate: 0,
+  malformedRate: 0,
+  cutRate: 0,
+  resetRate: 0,
+};
+const NO_LATENCY: LatencyModel = { ttftMs: 0, msPerPromptToken: 0, msPerToken: 0 };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Choice {
+  text: string;
+  finishReason: "stop" | "length";
+  tokens: number;
+}
+
+/** Plays one choice, then applies `stop` and the token budget like a real server would. */
+function complete(request: CompletionRequest, random: Random): Choice {
+  const messages = request.messages.map((m) => ({ role: m.role, content: m.content ?? "" }));
+  let text = playTurn({ messages, random, temperature: request.temperature });
+  for (const stop of [request.stop ?? []].flat()) {
+    const at = text.indexOf(stop);
+    if (at !== -1) text = text.slice(0, at);
+  }
+  const budget = request.max_completion_tokens ?? request.max_tokens ?? Number.POSITIVE_INFINITY;
+  const tokens = encode(text);
+  if (tokens.length > budget)
+    return { text: decode(tokens.slice(0, budget)), finishReason: "length", tokens: budget };
+  return { text, finishReason: "stop", tokens: tokens.length };
+}
+
+function promptTokens(request: CompletionRequest): number {
+  return request.messages.reduce((sum, m) => sum + countTokens(m.content ?? "") + 4, 2);
+}
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  const latency = { ...NO_LATENCY, ...options.latency };
+  const faults = { ...NO_FAULTS, ...options.faults };
+  const stats: SimulatorStats = { requests: 0, outcomes: {}, byModel: {} };
+  const attemptsByRequest = new Map<string, number>();
+  const sockets = new Set<Socket>();
+
+  const record = (model: string, outcome: string) => {
+    stats.requests++;
+    stats.outcomes[outcome] = (stats.outcomes[outcome] ?? 0) + 1;
+    const perModel = (stats.byModel[model] ??= { requests: 0, outcomes: {} });
+    perModel.requests++;
+    perModel.outcomes[outcome] = (perModel.outcomes[outcome] ?? 0) + 1;
+  };
+
+  const json = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+  };
+
+  async function chatCompletions(req: IncomingMessage, res: ServerResponse, body: string) {
+    let parsed: CompletionRequest;
+    try {
+      parsed = RequestSchema.parse(JSON.parse(body));
+    } catch (error) {
+      return json(res, 400, {
+        error: {
+          message: `bad request: ${String(error).slice(0, 300)}`,
+          type: "invalid_request_error",
+        },
+      });
+    }
+    const { name, directives } = parseModel(parsed.model);
+    // Counting directives (fail the first N tries) count retries of the same request.
+    const key = `${parsed.model}|${hashString(JSON.stringify(parsed.messages))}|${parsed.seed ?? ""}`;
+    const attempt = (attemptsByRequest.get(key) ?? 0) + 1;
+    attemptsByRequest.set(key, attempt);
+    const random = seededRandom(parsed.seed ?? Math.floor(Math.random() * 2 ** 31));
+    const fault = chooseFault(directives, attempt, random);
+    const prompt = promptTokens(parsed);
+    if (directives.contextLimit !== undefined && prompt > directives.contextLimit) {
+      record(parsed.model, "context_length");
+      return json(res, 400, {
+        error: {
+          message: `This model's maximum context length is ${directives.contextLimit} tokens. However, you requested ${prompt} tokens.`,
+          type: "BadRequestError",
+        },
+      });
+    }
+    record(parsed.model, fault ?? "ok");
+    if (fault === "hang") return; // never answer; the client's deadline must end it
+    if (fault === "reset") return req.socket.destroy();
+    if (fault?.startsWith("error_")) {
+      res.writeHead(Number(fault.slice(6)), {
+        "content-type": "application/json",
+        "retry-after": "0",
+      });
+      return res.end(
+        JSON.stringify({ error: { message: "simulated server error", type: "server_error" } }),
+      );
+    }
+    await sleep(latency.ttftMs + latency.msPerPromptToken * prompt + directives.extraLatencyMs);
+    if (res.destroyed) return;
+    if (fault === "malformed") {
+      res.writeHead(200, {
+        "content-type": parsed.stream ? "text/event-stream" : "application/json",
+      });
+      return res.end(
+        parsed.stream
+          ? 'data: {"choices": [{"delta": {"content": "brok\n\n'
+          : '{"choices": [{"message": ',
+      );
+    }
+    const choices = Array.from({ length: parsed.n }, (_, i) =>
+      complete(parsed, i === 0 ? random : seededRandom(hashString(`${parsed.seed}:${i}`))),
+    );
+    const usage = {
+      prompt_tokens: prompt,
+      completion_tokens: choices.reduce((a, c) => a + c.tokens, 0),
+      total_tokens: prompt + choices.reduce((a, c) => a + c.tokens, 0),
+    };
+    const id = `chatcmpl-sim-${hashString(key)}-${attempt}`;
+    const created = Math.floor(Date.now() / 1000);
+    if (!parsed.stream) {
+      await sleep(latency.msPerToken * usage.completion_tokens);
+      if (res.destroyed) return;
+      return json(res, 200, {
+        id,
+        object: "chat.completion",
+        created,
+        model: name,
+        choices: choices.map((c, index) => ({
+          index,
+          message: { role: "assistant", content: c.text },
+          finish_reason: c.finishReason,
+        })),
+        usage,
+      });
+    }
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    const send = (chunk: object) =>
+      res.write(
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: name, ...chunk })}\n\n`,
+      );
+    for (const [index, choice] of choices.entries()) {
+      send({
+        choices: [{ index, delta: { role: "assistant", content: "" }, finish_reason: null }],
+      });
+      const pieces = choice.text.match(/\S+\s*|\s+/g) ?? [];
+      for (const [i, piece] of pieces.entries()) {
+        if (fault === "cut" && i >= pieces.length / 2) return res.destroy();
+        if (fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
+        await sleep(latency.msPerToken * countTokens(piece));
+        if (res.destroyed) return;
+        send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
+      }
+      send({ choices: [{ index, delta: {}, finish_reason: choice.finishReason }] });
+    }
+    if (parsed.stream_options?.include_usage) send({ choices: [], usage });
+    res.end("data: [DONE]\n\n");
+  }
+
+  function chooseFault(directives: Directives, attempt: number, random: Random): string | null {
+    for (const [fault, times] of directives.failFirst) if (attempt <= times) return fault;
+    if (directives.always !== null) return directives.always;
+    const roll = Math.random();
+    let edge = faults.errorRate;
+    if (roll < edge)
+      return `error_${faults.errorStatuses[Math.floor(random() * faults.errorStatuses.length)] ?? 503}`;
+    for (const [fault, rate] of [
+      ["hang", faults.hangRate],
+      ["malformed", faults.malformedRate],
+      ["cut", faults.cutRate],
+      ["reset", faults.resetRate],
+    ] as const) {
+      edge += rate;
+      if (roll < edge) return fault;
+    }
+    return null;
+  }
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      const path = (req.url ?? "/").split("?")[0];
+      if (req.method === "POST" && path?.endsWith("/chat/completions")) {
+        chatCompletions(req, res, body).catch((error) => {
+          if (!res.headersSent) json(res, 500, { error: { message: String(error) } });
+          else res.destroy();
+        });
+      } else if (req.method === "GET" && path?.endsWith("/models")) {
+        json(res, 200, {
+          object: "list",
+          data: [{ id: "edgeroll-sim", object: "model", owned_by: "edgeroll" }],
+        });
+      } else if (req.method === "GET" && path === "/sim/stats") {
+        json(res, 200, stats);
+      } else {
+        json(res, 404, { error: { message: `no route ${req.method} ${path}` } });
+      }
+    });
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host ?? "127.0.0.1"}:${port}/v1`,
+    port,
+    stats: () => structuredClone(stats),
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

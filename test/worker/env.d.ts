@@ -1,0 +1,10 @@
+// Bindings the test configuration adds to the Worker's own.
+import type { D1Migration } from "cloudflare:test";
+
+declare global {
+  namespace Cloudflare {
+    interface Env {
+      TEST_MIGRATIONS: D1Migration[];
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/** Drives the Worker under test through its public HTTP API, as a client would. */
+import { env, exports } from "cloudflare:workers";
+
+export const BASE = "http://edgeroll.test";
+
+export async function api(path: string, init?: RequestInit): Promise<Response> {
+  return exports.default.fetch(`${BASE}${path}`, init);
+}
+
+export async function postGroup(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return api("/v1/groups", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: test helpers read JSON loosely and assert on it.
+export type Json = any;
+
+export async function startGroup(body: unknown, headers: Record<string, string> = {}): Promise<string> {
+  const response = await postGroup(body, headers);
+  const json: Json = await response.json();
+  if (response.status !== 202) throw new Error(`POST /v1/groups: ${response.status} ${JSON.stringify(json)}`);
+  return json.group_id;
+}
+
+export async function getGroup(id: string): Promise<Json> {
+  return (await api(`/v1/groups/${id}`)).json();
+}
+
+/** Polls the group until it has landed (or failed), up to `timeoutMs`. */
+export async function waitForGroup(id: string, timeoutMs = 30_000): Promise<Json> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const group = await getGroup(id);
+    if (group.status === "landed" || group.status === "failed") return group;
+    if (Date.now() > until) throw new Error(`group ${id} still ${group.status}: ${JSON.stringify(group)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export async function getEpisode(id: string): Promise<Json> {
+  return (await api(`/v1/episodes/${id}`)).json();
+}
+
+/** Requests the simulator received, by model string. */
+export async function simulatorRequests(model: string): Promise<number> {
+  const stats: Json = await (await fetch(`${env.INFERENCE_BASE_URL.replace(/\/v1$/, "")}/sim/stats`)).json();
+  return stats.byModel[model]?.requests ?? 0;
+}
+
+export const guessExample = (id: string, secret: number) => ({
+  id,
+  input: "I'm thinking of a whole number between 1 and 100. Find it.",
+  metadata: { secret },
+});
+
+export function groupStub(id: string) {
+  return env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(id));
+}
