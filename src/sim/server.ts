@@ -110,7 +110,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const record = (model: string, outcome: string) => {
     stats.requests++;
     stats.outcomes[outcome] = (stats.outcomes[outcome] ?? 0) + 1;
-    const perModel = (stats.byModel[model] ??= { requests: 0, outcomes: {} });
+    const perModel = stats.byModel[model] ?? { requests: 0, outcomes: {} };
+    stats.byModel[model] = perModel;
     perModel.requests++;
     perModel.outcomes[outcome] = (perModel.outcomes[outcome] ?? 0) + 1;
   };

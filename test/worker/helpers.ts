@@ -7,7 +7,10 @@ export async function api(path: string, init?: RequestInit): Promise<Response> {
   return exports.default.fetch(`${BASE}${path}`, init);
 }
 
-export async function postGroup(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+export async function postGroup(
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return api("/v1/groups", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -18,10 +21,14 @@ export async function postGroup(body: unknown, headers: Record<string, string> =
 // biome-ignore lint/suspicious/noExplicitAny: test helpers read JSON loosely and assert on it.
 export type Json = any;
 
-export async function startGroup(body: unknown, headers: Record<string, string> = {}): Promise<string> {
+export async function startGroup(
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const response = await postGroup(body, headers);
   const json: Json = await response.json();
-  if (response.status !== 202) throw new Error(`POST /v1/groups: ${response.status} ${JSON.stringify(json)}`);
+  if (response.status !== 202)
+    throw new Error(`POST /v1/groups: ${response.status} ${JSON.stringify(json)}`);
   return json.group_id;
 }
 
@@ -35,7 +42,8 @@ export async function waitForGroup(id: string, timeoutMs = 30_000): Promise<Json
   for (;;) {
     const group = await getGroup(id);
     if (group.status === "landed" || group.status === "failed") return group;
-    if (Date.now() > until) throw new Error(`group ${id} still ${group.status}: ${JSON.stringify(group)}`);
+    if (Date.now() > until)
+      throw new Error(`group ${id} still ${group.status}: ${JSON.stringify(group)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -46,7 +54,9 @@ export async function getEpisode(id: string): Promise<Json> {
 
 /** Requests the simulator received, by model string. */
 export async function simulatorRequests(model: string): Promise<number> {
-  const stats: Json = await (await fetch(`${env.INFERENCE_BASE_URL.replace(/\/v1$/, "")}/sim/stats`)).json();
+  const stats: Json = await (
+    await fetch(`${env.INFERENCE_BASE_URL.replace(/\/v1$/, "")}/sim/stats`)
+  ).json();
   return stats.byModel[model]?.requests ?? 0;
 }
 

@@ -12,7 +12,12 @@ function rebuild(episode: Json) {
     ...(m.sampled ? { metadata: { sampled: true } } : {}),
   }));
   const openingCount = episode.messages.filter((m: Json) => m.turn === null).length;
-  return assembleEpisode({ messages, openingCount, responseText: episode.response_text, steps: [] });
+  return assembleEpisode({
+    messages,
+    openingCount,
+    responseText: episode.response_text,
+    steps: [],
+  });
 }
 
 describe("a guess-number rollout group", () => {
@@ -38,7 +43,9 @@ describe("a guess-number rollout group", () => {
       expect(episode.policy_version).toBe(3);
       const sampled = episode.messages.filter((m: Json) => m.sampled);
       expect(sampled).toHaveLength(episode.turns);
-      expect(sampled.every((m: Json) => m.role === "assistant" && m.completion_tokens > 0)).toBe(true);
+      expect(sampled.every((m: Json) => m.role === "assistant" && m.completion_tokens > 0)).toBe(
+        true,
+      );
       const reward = await env.scoreEpisode(example, rebuild(episode));
       expect(episode.score).toBe(reward.score);
       expect(episode.per_turn_rewards).toEqual(reward.metadata?.per_turn_rewards);
@@ -46,7 +53,9 @@ describe("a guess-number rollout group", () => {
       scores.push(reward.score);
     }
     const mean = scores.reduce((a, b) => a + b, 0) / scores.length;
-    episodes.forEach((episode, i) => expect(episode.advantage).toBeCloseTo((scores[i] as number) - mean, 12));
+    for (const [i, episode] of episodes.entries()) {
+      expect(episode.advantage).toBeCloseTo((scores[i] as number) - mean, 12);
+    }
     expect(group.score_mean).toBeCloseTo(mean, 12);
     expect(group.credit_applied).toBe("per_episode");
 
@@ -56,5 +65,9 @@ describe("a guess-number rollout group", () => {
 });
 
 async function env_sql(query: string, ...params: unknown[]) {
-  return (await env.DB.prepare(query).bind(...params).all()).results;
+  return (
+    await env.DB.prepare(query)
+      .bind(...params)
+      .all()
+  ).results;
 }
