@@ -18,6 +18,7 @@ export function landedGroupView(group: GroupRecord, episodes: readonly EpisodeRe
     failure_reason: e.failureReason,
     failure_detail: e.failureDetail,
     redispatches: e.redispatches,
+    retry_at: null,
     score: e.score,
     advantage: e.advantage,
   }));

@@ -24,12 +24,16 @@ export type FailureReason = "inference_rejected" | "inference_unavailable" | "in
 export type GenerationOutcome =
   | { kind: "ok"; completion: Completion; attempts: number; latencyMs: number }
   | { kind: "timeout"; attempts: number; latencyMs: number }
+  /** The host asked for a wait longer than is worth holding in memory: retry after `delayMs`. */
+  | { kind: "retry_later"; attempts: number; delayMs: number; message: string }
   | { kind: "context_length"; attempts: number; message: string }
   | { kind: "failed"; reason: FailureReason; attempts: number; message: string };
 
 export interface GenerateOptions {
   deadlineMs: number;
   maxRetries: number;
+  /** Backoffs up to this long are slept here; longer ones come back as `retry_later`. */
+  maxInlineBackoffMs?: number;
   /** Aborts the generation from outside (the group shutting it down); rethrown, not an outcome. */
   signal?: AbortSignal;
 }
@@ -182,8 +186,12 @@ export async function generate(
             failure.cause === "malformed" ? "inference_malformed" : "inference_unavailable";
           return { kind: "failed", reason, attempts, message: failure.message };
         }
+        const delayMs = backoffMs(attempts, failure.retryAfterS);
+        if (delayMs > (options.maxInlineBackoffMs ?? Number.POSITIVE_INFINITY)) {
+          return { kind: "retry_later", attempts, delayMs, message: failure.message };
+        }
         try {
-          await sleep(backoffMs(attempts, failure.retryAfterS), signal);
+          await sleep(delayMs, signal);
         } catch (aborted) {
           if (options.signal?.aborted) throw aborted;
           return { kind: "timeout", attempts, latencyMs: Date.now() - started };

@@ -11,7 +11,7 @@ import type { ScoreWorkerApi } from "../env-workers/score-worker";
 import type { StepWorkerApi } from "../env-workers/step-worker";
 import { errorMessage } from "../sdk";
 import { episodeId, type GroupSpec } from "./group-spec";
-import { GroupStore, TERMINAL_STATES } from "./group-store";
+import { type GenerationRow, GroupStore, TERMINAL_STATES } from "./group-store";
 import { knownGroupHash, landGroup, registerGroup } from "./landing";
 import { groupPermits } from "./permits";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
@@ -28,6 +28,8 @@ export interface EpisodeStatus {
   failure_reason: string | null;
   failure_detail: string | null;
   redispatches: number;
+  /** When a parked generation will be retried (ISO time), if it is parked. */
+  retry_at: string | null;
   score: number | null;
   advantage: number | null;
 }
@@ -43,6 +45,12 @@ export interface LiveGroupStatus {
 const TIMER_REGISTER = "register";
 const TIMER_SCORE = "score";
 const TIMER_LAND = "land";
+
+function retryAt(generation: GenerationRow | null): string | null {
+  return generation?.state === "waiting" && generation.retryAt !== null
+    ? new Date(generation.retryAt).toISOString()
+    : null;
+}
 
 /** Retries of D1 and the score worker back off up to five minutes. */
 function retryDelayMs(attempt: number): number {
@@ -98,6 +106,7 @@ export class RolloutGroup extends DurableObject<Env> {
         failure_reason: e.failureReason,
         failure_detail: e.failureDetail,
         redispatches: e.redispatches,
+        retry_at: retryAt(this.store.generation(e.idx)),
         score: e.reward?.score ?? null,
         advantage: e.advantage,
       })),
@@ -106,9 +115,10 @@ export class RolloutGroup extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     if (!this.store.exists()) return;
-    const due = new Set(this.store.dueTimers(Date.now()));
-    if (due.has(TIMER_REGISTER)) await this.register();
-    for (const name of [TIMER_SCORE, TIMER_LAND]) if (due.has(name)) this.store.clearTimer(name);
+    const due = this.store.dueTimers(Date.now());
+    if (due.includes(TIMER_REGISTER)) await this.register();
+    // Retry, scoring and landing timers only wake the object; resume() does the work.
+    for (const name of due) if (name !== TIMER_REGISTER) this.store.clearTimer(name);
     await this.resume();
     if (this.store.exists()) await this.rearm();
   }
@@ -128,26 +138,42 @@ export class RolloutGroup extends DurableObject<Env> {
       };
       // First wake of this instance: permits held by an earlier one went with its generations.
       await this.runtime.permits.reset();
+      // The group may have landed (and its storage gone) while this call waited.
+      if (!this.store.exists()) return;
     }
     const runtime = this.runtime;
     if (group.phase === "running") {
+      const now = Date.now();
       for (const episode of this.store.episodes()) {
         if (TERMINAL_STATES.includes(episode.state) || this.drivers.has(episode.idx)) continue;
-        const driver = driveEpisode(runtime, episode.idx).finally(() => {
-          this.drivers.delete(episode.idx);
-          void this.finishWhenDone();
-        });
+        const parked = this.store.generation(episode.idx);
+        if (parked?.state === "waiting" && (parked.retryAt ?? 0) > now) continue;
+        const driver = driveEpisode(runtime, episode.idx)
+          // Only an instance being torn down gets here (its storage refuses every call); the
+          // next instance resumes from what was persisted.
+          .catch((error) =>
+            console.error(`episode ${episode.idx}: driver stopped: ${errorMessage(error)}`),
+          )
+          .finally(() => {
+            this.drivers.delete(episode.idx);
+            void this.finishWhenDone();
+            // A parked generation needs its timer armed before the object goes idle.
+            if (this.store.exists()) this.rearm().catch(() => {});
+          });
         this.drivers.set(episode.idx, driver);
       }
     }
     await this.finishWhenDone();
   }
 
-  /** Once every episode has ended: grade, assign credit, land, delete. Runs once at a time. */
+  /**
+   * Once every episode has ended and no driver is still winding down: grade, assign credit,
+   * land, delete. Runs once at a time; the last driver to exit calls it again.
+   */
   private finishWhenDone(): Promise<void> {
-    if (this.finishing !== null || !this.store.exists() || !this.store.allTerminal()) {
-      return this.finishing ?? Promise.resolve();
-    }
+    if (this.finishing !== null) return this.finishing;
+    if (this.drivers.size > 0 || !this.store.exists() || !this.store.allTerminal())
+      return Promise.resolve();
     this.finishing = this.finish()
       .catch(async (error) => {
         // An unexpected fault: remember it and let the alarm try again.
@@ -155,6 +181,7 @@ export class RolloutGroup extends DurableObject<Env> {
         this.store.setTimer(TIMER_LAND, Date.now() + retryDelayMs(1));
         await this.rearm();
       })
+      .catch((error) => console.error(`group finish stopped: ${errorMessage(error)}`))
       .finally(() => {
         this.finishing = null;
       });
@@ -214,10 +241,18 @@ export class RolloutGroup extends DurableObject<Env> {
     }
   }
 
-  /** The alarm goes off at the earliest timer, and never later than one heartbeat away. */
+  /**
+   * The alarm goes off at the earliest timer. While work is in flight it also beats at least
+   * every HEARTBEAT_S: that keeps the object awake through long generations and, if the object
+   * restarts, wakes the next instance to resume. Only when everything waits on a timer does
+   * the object sleep until that timer.
+   */
   private async rearm(): Promise<void> {
-    const heartbeat = Date.now() + this.config.HEARTBEAT_S * 1000;
-    const next = Math.min(this.store.nextTimer() ?? heartbeat, heartbeat);
+    const timer = this.store.nextTimer();
+    const idle = this.drivers.size === 0 && this.finishing === null && timer !== null;
+    const next = idle
+      ? timer
+      : Math.min(timer ?? Number.POSITIVE_INFINITY, Date.now() + this.config.HEARTBEAT_S * 1000);
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > next || current < Date.now())
       await this.ctx.storage.setAlarm(next);

@@ -64,8 +64,10 @@ CREATE TABLE IF NOT EXISTS generations (
   state TEXT NOT NULL,
   timeouts INTEGER NOT NULL DEFAULT 0,
   attempts INTEGER NOT NULL DEFAULT 0,
+  retries INTEGER NOT NULL DEFAULT 0,
   sent_at INTEGER,
-  deadline_at INTEGER
+  deadline_at INTEGER,
+  retry_at INTEGER
 );
 CREATE TABLE IF NOT EXISTS timers (
   name TEXT PRIMARY KEY,
@@ -131,13 +133,23 @@ export interface MessageRow {
   truncated: boolean | null;
 }
 
+/**
+ * A generation the episode is waiting for. `queued`: to be sent; `sent`: on its way to the host
+ * (if this row outlives the instance that sent it, the request was lost); `waiting`: parked
+ * until `retryAt` because the host asked for a long backoff. The deadline window (`deadlineAt`)
+ * spans an attempt's transport retries; a timeout opens a new one.
+ */
 export interface GenerationRow {
   idx: number;
-  state: "queued" | "sent";
+  state: "queued" | "sent" | "waiting";
   timeouts: number;
+  /** HTTP attempts this turn, across every window. */
   attempts: number;
+  /** Transport retries used in the current window. */
+  retries: number;
   sentAt: number | null;
   deadlineAt: number | null;
+  retryAt: number | null;
 }
 
 /** What the host reported for one sampled action. */
@@ -351,16 +363,11 @@ export class GroupStore {
       state: r.state as GenerationRow["state"],
       timeouts: Number(r.timeouts),
       attempts: Number(r.attempts),
+      retries: Number(r.retries),
       sentAt: numOrNull(r.sent_at),
       deadlineAt: numOrNull(r.deadline_at),
+      retryAt: numOrNull(r.retry_at),
     };
-  }
-
-  sentGenerations(): GenerationRow[] {
-    return this.sql
-      .exec("SELECT idx FROM generations WHERE state = 'sent'")
-      .toArray()
-      .map((r) => this.generation(Number(r.idx)) as GenerationRow);
   }
 
   queueGeneration(idx: number): void {
@@ -369,7 +376,7 @@ export class GroupStore {
 
   markSent(idx: number, deadlineAt: number): void {
     this.sql.exec(
-      "UPDATE generations SET state = 'sent', sent_at = ?, deadline_at = ? WHERE idx = ?",
+      "UPDATE generations SET state = 'sent', sent_at = ?, deadline_at = ?, retry_at = NULL WHERE idx = ?",
       this.now(),
       deadlineAt,
       idx,
@@ -379,7 +386,10 @@ export class GroupStore {
   /** A generation sent by an earlier instance of this object, lost with it: send it again. */
   recordRedispatch(idx: number): void {
     this.storage.transactionSync(() => {
-      this.sql.exec("UPDATE generations SET state = 'queued' WHERE idx = ?", idx);
+      this.sql.exec(
+        "UPDATE generations SET state = 'queued', deadline_at = NULL, retries = 0 WHERE idx = ?",
+        idx,
+      );
       this.sql.exec("UPDATE episodes SET redispatches = redispatches + 1 WHERE idx = ?", idx);
     });
   }
@@ -387,13 +397,29 @@ export class GroupStore {
   /** A generation ran past its deadline; returns how many times that has happened this turn. */
   recordTimeout(idx: number, attempts: number): number {
     this.sql.exec(
-      "UPDATE generations SET state = 'queued', timeouts = timeouts + 1, attempts = attempts + ? WHERE idx = ?",
+      `UPDATE generations SET state = 'queued', timeouts = timeouts + 1, attempts = attempts + ?,
+         deadline_at = NULL, retries = 0 WHERE idx = ?`,
       attempts,
       idx,
     );
     return Number(
       this.sql.exec("SELECT timeouts FROM generations WHERE idx = ?", idx).one().timeouts,
     );
+  }
+
+  /** The host asked for a long wait: the generation sleeps in storage, woken by its timer. */
+  parkGeneration(idx: number, retryAt: number, attempts: number): void {
+    this.storage.transactionSync(() => {
+      this.sql.exec(
+        `UPDATE generations SET state = 'waiting', retry_at = ?, attempts = attempts + ?,
+           retries = retries + ? WHERE idx = ?`,
+        retryAt,
+        attempts,
+        attempts,
+        idx,
+      );
+      this.setTimer(`retry:${idx}`, retryAt);
+    });
   }
 
   /** The sampled action is appended; the episode waits for the environment's step. */

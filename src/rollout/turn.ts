@@ -14,7 +14,7 @@ import {
   sampledMessage,
 } from "../sdk";
 import { type GroupSpec, generationSeed } from "./group-spec";
-import type { GroupStore } from "./group-store";
+import type { GenerationRow, GroupStore } from "./group-store";
 import type { Permits } from "./permits";
 import { withTimeout } from "./timeout";
 
@@ -78,40 +78,60 @@ async function open(rt: GroupRuntime, idx: number): Promise<void> {
   rt.store.recordOpening(idx, result.value.messages, result.value.maxTurns);
 }
 
-async function sample(rt: GroupRuntime, idx: number, transcript: ChatMessage[]): Promise<void> {
+/**
+ * Backoffs up to this long are slept in memory; longer ones (a host's Retry-After) are parked in
+ * storage behind a timer, so the object can sleep, or be evicted, while it waits.
+ */
+const INLINE_BACKOFF_MS = 1000;
+
+/** Samples the next action. Returns "parked" when the generation now waits on a timer. */
+async function sample(
+  rt: GroupRuntime,
+  idx: number,
+  transcript: ChatMessage[],
+): Promise<"parked" | undefined> {
   const { store, config, spec } = rt;
   const pending = store.generation(idx);
   if (pending?.state === "sent") {
     // Sent by an earlier instance of this object and lost with it: not a timeout, a re-dispatch.
     if (store.episode(idx).redispatches >= config.MAX_REDISPATCHES) {
-      return store.finish(
+      store.finish(
         idx,
         "failed",
         "redispatch_limit",
         `generation lost to ${config.MAX_REDISPATCHES + 1} restarts`,
       );
+      return;
     }
     store.recordRedispatch(idx);
   } else if (pending === null) {
-    if (!fitsContext(rt, idx, transcript)) return store.finish(idx, "truncated", "context_budget");
+    if (!fitsContext(rt, idx, transcript)) {
+      store.finish(idx, "truncated", "context_budget");
+      return;
+    }
     store.queueGeneration(idx);
   }
-
-  const deadlineMs = generationDeadlineMs(config, spec.request.max_context_tokens);
+  const generation = store.generation(idx) as GenerationRow;
+  const windowMs = generationDeadlineMs(config, spec.request.max_context_tokens);
   // The deadline clock starts when the request is sent, not while it waits for a permit.
-  const release = await rt.permits.acquire(idx, deadlineMs + 60_000);
+  const release = await rt.permits.acquire(idx, windowMs + 60_000);
   try {
-    store.markSent(idx, Date.now() + deadlineMs);
-    const turn = store.episode(idx).turns;
+    // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one.
+    const deadlineAt = generation.deadlineAt ?? Date.now() + windowMs;
+    store.markSent(idx, deadlineAt);
     const outcome = await generate(
       { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY },
       {
         sampling: spec.request.sampling,
         messages: transcript,
-        seed: generationSeed(spec.request.sampling, idx, turn),
+        seed: generationSeed(spec.request.sampling, idx, store.episode(idx).turns),
         stream: config.INFERENCE_STREAM,
       },
-      { deadlineMs, maxRetries: config.INFERENCE_MAX_RETRIES },
+      {
+        deadlineMs: Math.max(0, deadlineAt - Date.now()),
+        maxRetries: Math.max(0, config.INFERENCE_MAX_RETRIES - generation.retries),
+        maxInlineBackoffMs: INLINE_BACKOFF_MS,
+      },
     );
     switch (outcome.kind) {
       case "ok": {
@@ -130,27 +150,46 @@ async function sample(rt: GroupRuntime, idx: number, transcript: ChatMessage[]):
         transcript.push(message);
         return;
       }
-      case "timeout": {
-        // The output of a timed-out attempt is dropped: it never reaches the environment.
-        const timeouts = store.recordTimeout(idx, outcome.attempts);
-        if (timeouts >= 2) {
-          store.finish(
-            idx,
-            "failed",
-            "generation_timeout",
-            `two attempts ran past the ${deadlineMs / 1000} s deadline`,
-          );
+      case "retry_later": {
+        const retryAt = Date.now() + outcome.delayMs;
+        if (retryAt < deadlineAt) {
+          store.parkGeneration(idx, retryAt, outcome.attempts);
+          return "parked";
         }
-        return;
+        // Waiting would outlast the deadline: that is a timeout, handled as one.
+        return recordTimeout(rt, idx, outcome.attempts, windowMs);
       }
+      case "timeout":
+        // The output of a timed-out attempt is dropped: it never reaches the environment.
+        return recordTimeout(rt, idx, outcome.attempts, windowMs);
       case "context_length":
-        return store.finish(idx, "truncated", "context_length", outcome.message);
+        store.finish(idx, "truncated", "context_length", outcome.message);
+        return;
       case "failed":
-        return store.finish(idx, "failed", outcome.reason, outcome.message);
+        store.finish(idx, "failed", outcome.reason, outcome.message);
+        return;
     }
   } finally {
     await release();
   }
+}
+
+/** One retry after a first timeout; a second one fails the episode. */
+function recordTimeout(
+  rt: GroupRuntime,
+  idx: number,
+  attempts: number,
+  windowMs: number,
+): undefined {
+  if (rt.store.recordTimeout(idx, attempts) >= 2) {
+    rt.store.finish(
+      idx,
+      "failed",
+      "generation_timeout",
+      `two attempts ran past the ${windowMs / 1000} s deadline`,
+    );
+  }
+  return undefined;
 }
 
 async function step(rt: GroupRuntime, idx: number, transcript: ChatMessage[]): Promise<void> {
@@ -174,8 +213,9 @@ export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void>
     const state = rt.store.episode(idx).state;
     try {
       if (state === "opening") await open(rt, idx);
-      else if (state === "generating") await sample(rt, idx, transcript);
-      else if (state === "stepping") await step(rt, idx, transcript);
+      else if (state === "generating") {
+        if ((await sample(rt, idx, transcript)) === "parked") return;
+      } else if (state === "stepping") await step(rt, idx, transcript);
       else return;
     } catch (error) {
       // Nothing is dropped silently: an unexpected fault still ends the episode with a reason.

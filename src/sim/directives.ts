@@ -9,29 +9,38 @@
  *   cut[:N]          cut the stream half-way
  *   latency:MS       answer MS later
  *   context:T        reject prompts over T tokens as too long for the context
+ *   retryafter:S     the Retry-After header (seconds) sent with simulated errors (default 0)
+ *
+ * A counted fault may be limited to one turn with `@T`: `fail:503:1@2` fails only requests
+ * whose transcript already holds two assistant messages.
  */
 export interface Directives {
   /** Faults applied to the first N attempts of each distinct request, checked in order. */
-  failFirst: [fault: string, times: number][];
+  failFirst: { fault: string; times: number; atTurn?: number }[];
   /** A fault applied to every attempt. */
   always: "hang" | "stall" | null;
   extraLatencyMs: number;
   contextLimit?: number;
+  retryAfterS: number;
 }
 
 export function parseModel(model: string): { name: string; directives: Directives } {
   const [name = model, ...parts] = model.split("+");
-  const directives: Directives = { failFirst: [], always: null, extraLatencyMs: 0 };
-  for (const part of parts) {
+  const directives: Directives = { failFirst: [], always: null, extraLatencyMs: 0, retryAfterS: 0 };
+  for (const spec of parts) {
+    const [part = "", turn] = spec.split("@");
+    const atTurn = turn === undefined ? {} : { atTurn: Number(turn) };
     const [kind, a, b] = part.split(":");
     const times = (n: string | undefined) =>
       n === undefined ? Number.POSITIVE_INFINITY : Number(n);
     if (kind === "hang" || kind === "stall") directives.always = kind;
-    else if (kind === "fail") directives.failFirst.push([`error_${Number(a)}`, times(b)]);
-    else if (kind === "reset" || kind === "malformed" || kind === "cut")
-      directives.failFirst.push([kind, times(a)]);
-    else if (kind === "latency") directives.extraLatencyMs = Number(a);
+    else if (kind === "fail") {
+      directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
+    } else if (kind === "reset" || kind === "malformed" || kind === "cut") {
+      directives.failFirst.push({ fault: kind, times: times(a), ...atTurn });
+    } else if (kind === "latency") directives.extraLatencyMs = Number(a);
     else if (kind === "context") directives.contextLimit = Number(a);
+    else if (kind === "retryafter") directives.retryAfterS = Number(a);
   }
   return { name, directives };
 }

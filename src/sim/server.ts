@@ -139,7 +139,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const attempt = (attemptsByRequest.get(key) ?? 0) + 1;
     attemptsByRequest.set(key, attempt);
     const random = seededRandom(parsed.seed ?? Math.floor(Math.random() * 2 ** 31));
-    const fault = chooseFault(directives, attempt, random);
+    const turn = parsed.messages.filter((m) => m.role === "assistant").length;
+    const fault = chooseFault(directives, attempt, turn, random);
     const prompt = promptTokens(parsed);
     if (directives.contextLimit !== undefined && prompt > directives.contextLimit) {
       record(parsed.model, "context_length");
@@ -156,7 +157,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (fault?.startsWith("error_")) {
       res.writeHead(Number(fault.slice(6)), {
         "content-type": "application/json",
-        "retry-after": "0",
+        "retry-after": String(directives.retryAfterS),
       });
       return res.end(
         JSON.stringify({ error: { message: "simulated server error", type: "server_error" } }),
@@ -223,8 +224,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     res.end("data: [DONE]\n\n");
   }
 
-  function chooseFault(directives: Directives, attempt: number, random: Random): string | null {
-    for (const [fault, times] of directives.failFirst) if (attempt <= times) return fault;
+  function chooseFault(
+    directives: Directives,
+    attempt: number,
+    turn: number,
+    random: Random,
+  ): string | null {
+    for (const { fault, times, atTurn } of directives.failFirst) {
+      if (attempt <= times && (atTurn === undefined || atTurn === turn)) return fault;
+    }
     if (directives.always !== null) return directives.always;
     const roll = Math.random();
     let edge = faults.errorRate;

@@ -1,8 +1,21 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { GuessNumber } from "../../src/environments/guess-number";
-import { assembleEpisode, type ChatMessage } from "../../src/sdk";
-import { getEpisode, getGroup, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
+import { GuessNumber, parseGuess } from "../../src/environments/guess-number";
+import { registerEnvironment } from "../../src/environments/registry";
+import {
+  assembleEpisode,
+  type ChatMessage,
+  isSampledAction,
+  type TaskExample,
+} from "../../src/sdk";
+import {
+  getEpisode,
+  guessExample,
+  type Json,
+  simulatorRequests,
+  startGroup,
+  waitForGroup,
+} from "./helpers";
 
 /** Rebuilds the episode the scorer saw from a landed transcript, to grade it independently. */
 function rebuild(episode: Json) {
@@ -71,3 +84,116 @@ async function env_sql(query: string, ...params: unknown[]) {
       .all()
   ).results;
 }
+
+describe("per-turn credit", () => {
+  it("lands each sampled turn's advantage: its reward minus the mean at that turn index", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("gn-82", 82),
+      group_size: 4,
+      credit_assignment: "per_turn",
+      sampling: { model: "sim", temperature: 1, seed: 5, max_completion_tokens: 64 },
+    });
+    const group = await waitForGroup(id);
+    expect(group.credit_applied).toBe("per_turn");
+    expect(group.warnings).toEqual([]);
+    const episodes = await Promise.all(group.episodes.map((e: Json) => getEpisode(e.episode_id)));
+    const vectors: number[][] = episodes.map((e) => e.per_turn_rewards);
+    for (const [i, episode] of episodes.entries()) {
+      expect(episode.per_turn_advantages).toHaveLength(episode.turns);
+      for (const [t, reward] of (vectors[i] as number[]).entries()) {
+        const peers = vectors.filter((v) => v.length > t).map((v) => v[t] as number);
+        const mean = peers.reduce((a, b) => a + b, 0) / peers.length;
+        expect(episode.per_turn_advantages[t]).toBeCloseTo(reward - mean, 12);
+      }
+    }
+  });
+});
+
+describe("generation deadlines", () => {
+  it("retries a generation that hangs past its 2 s deadline once, then fails the episode", async () => {
+    const model = "sim+hang";
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("gn-hang", 50),
+      group_size: 1,
+      sampling: { model },
+    });
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("failed");
+    expect(group.failure_reason).toBe("every episode failed: generation_timeout x1");
+    expect(group.failures).toEqual([
+      expect.objectContaining({
+        reason: "generation_timeout",
+        detail: "two attempts ran past the 2 s deadline",
+      }),
+    ]);
+    expect(await simulatorRequests(model)).toBe(2);
+  });
+
+  it("never lets output that arrives after the deadline reach the environment", async () => {
+    const model = "sim+latency:3000";
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("gn-late", 50),
+      group_size: 1,
+      sampling: { model },
+    });
+    const group = await waitForGroup(id);
+    const episode = await getEpisode(group.episodes[0].episode_id);
+    expect(episode.failure_reason).toBe("generation_timeout");
+    expect(episode.messages.filter((m: Json) => m.role === "assistant")).toEqual([]);
+    expect(episode.turns).toBe(0);
+    expect(episode.advantage).toBeNull();
+  });
+});
+
+/** Throws when the first guess is odd: some episodes of a group fail, others do not. */
+class ThrowsOnOddGuesses extends GuessNumber {
+  override stepEpisode(example: TaskExample, messages: readonly ChatMessage[], response: string) {
+    const guess = parseGuess(response);
+    const first = messages.filter(isSampledAction).length === 1;
+    if (first && guess !== null && guess % 2 === 1) throw new Error(`odd guess ${guess}`);
+    return super.stepEpisode(example, messages, response);
+  }
+}
+registerEnvironment("throws-on-odd-first-guess", () => new ThrowsOnOddGuesses());
+
+describe("environment failures", () => {
+  it("fail only the episode whose environment threw; the rest of the group lands", async () => {
+    const id = await startGroup({
+      env: "throws-on-odd-first-guess",
+      example: guessExample("odd", 64),
+      group_size: 6,
+      sampling: { model: "sim", temperature: 1, seed: 3 },
+    });
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    const failed = group.episodes.filter((e: Json) => e.state === "failed");
+    const finished = group.episodes.filter((e: Json) => e.state === "completed");
+    expect(failed.length).toBeGreaterThan(0);
+    expect(finished.length).toBeGreaterThan(0);
+    expect(failed.length + finished.length).toBe(6);
+    for (const episode of failed) {
+      expect(episode.failure_reason).toBe("env_error");
+      expect(episode.failure_detail).toMatch(/^Error: odd guess \d*[13579]$/);
+      expect(episode.advantage).toBeNull();
+    }
+    for (const episode of finished) expect(episode.advantage).not.toBeNull();
+  });
+});
+
+describe("a group of one", () => {
+  it("is scored but carries no advantage", async () => {
+    const id = await startGroup({
+      env: "exact-answer",
+      example: { id: "ea-1", input: "What is 17 * 23?", output: "391" },
+      group_size: 1,
+      sampling: { model: "sim", temperature: 0 },
+    });
+    const group = await waitForGroup(id);
+    expect(group.episodes).toEqual([
+      expect.objectContaining({ state: "completed", turns: 1, score: 1, advantage: null }),
+    ]);
+  });
+});

@@ -1,0 +1,114 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { type GenerationOutcome, generate } from "../../src/inference/client";
+import type { ChatMessage } from "../../src/sdk";
+
+const messages: ChatMessage[] = [
+  { role: "user", content: "What is 6 * 7? Give your final answer as <answer>...</answer>." },
+];
+
+let unique = 0;
+/** Each call gets its own conversation, so per-request fault counters start fresh. */
+function call(
+  model: string,
+  options: {
+    stream?: boolean;
+    deadlineMs?: number;
+    maxRetries?: number;
+    maxTokens?: number;
+    maxInlineBackoffMs?: number;
+  } = {},
+): Promise<GenerationOutcome> {
+  unique++;
+  return generate(
+    { baseUrl: env.INFERENCE_BASE_URL },
+    {
+      sampling: { model, temperature: 0, top_p: 1, max_completion_tokens: options.maxTokens ?? 64 },
+      messages: [...messages, { role: "system", content: `call ${unique}` }],
+      stream: options.stream ?? true,
+    },
+    {
+      deadlineMs: options.deadlineMs ?? 2000,
+      maxRetries: options.maxRetries ?? 3,
+      ...(options.maxInlineBackoffMs === undefined
+        ? {}
+        : { maxInlineBackoffMs: options.maxInlineBackoffMs }),
+    },
+  );
+}
+
+describe("the inference client", () => {
+  for (const stream of [true, false]) {
+    it(`reads a completion ${stream ? "from a stream" : "from one JSON body"}, with usage`, async () => {
+      const outcome = await call("sim", { stream });
+      expect(outcome).toMatchObject({ kind: "ok", attempts: 1 });
+      if (outcome.kind !== "ok") return;
+      expect(outcome.completion.content).toBe("The result is <answer>42</answer>");
+      expect(outcome.completion.finishReason).toBe("stop");
+      expect(outcome.completion.usage?.completionTokens).toBeGreaterThan(0);
+      expect(outcome.completion.usage?.promptTokens).toBeGreaterThan(0);
+    });
+  }
+
+  it("marks a completion cut by max_completion_tokens with finish_reason length", async () => {
+    const outcome = await call("sim", { maxTokens: 2 });
+    expect(outcome).toMatchObject({ kind: "ok", completion: { finishReason: "length" } });
+    if (outcome.kind === "ok") expect(outcome.completion.usage?.completionTokens).toBe(2);
+  });
+
+  it("retries 5xx and 429 answers with backoff, then succeeds", async () => {
+    expect(await call("sim+fail:503:2")).toMatchObject({ kind: "ok", attempts: 3 });
+    expect(await call("sim+fail:429:1")).toMatchObject({ kind: "ok", attempts: 2 });
+  });
+
+  it("retries reset connections, cut streams and malformed bodies", async () => {
+    expect(await call("sim+reset:1")).toMatchObject({ kind: "ok", attempts: 2 });
+    expect(await call("sim+cut:1")).toMatchObject({ kind: "ok", attempts: 2 });
+    expect(await call("sim+malformed:1")).toMatchObject({ kind: "ok", attempts: 2 });
+    expect(await call("sim+malformed:1", { stream: false })).toMatchObject({
+      kind: "ok",
+      attempts: 2,
+    });
+  });
+
+  it("gives up after its retries with the reason of the last fault", async () => {
+    expect(await call("sim+fail:503", { maxRetries: 2 })).toMatchObject({
+      kind: "failed",
+      reason: "inference_unavailable",
+      attempts: 3,
+    });
+    expect(await call("sim+malformed", { maxRetries: 1 })).toMatchObject({
+      kind: "failed",
+      reason: "inference_malformed",
+      attempts: 2,
+    });
+  });
+
+  it("does not retry a 4xx: the host will not do it", async () => {
+    const outcome = await call("sim+fail:400");
+    expect(outcome).toMatchObject({ kind: "failed", reason: "inference_rejected", attempts: 1 });
+  });
+
+  it("recognises a context-length rejection", async () => {
+    const outcome = await call("sim+context:5");
+    expect(outcome).toMatchObject({ kind: "context_length", attempts: 1 });
+  });
+
+  it("hands back a long Retry-After instead of sleeping on it", async () => {
+    const outcome = await call("sim+fail:503:1+retryafter:3", { maxInlineBackoffMs: 1000 });
+    expect(outcome).toMatchObject({ kind: "retry_later", attempts: 1, delayMs: 3000 });
+  });
+
+  it("aborts at the deadline, whether the host hangs or stalls mid-stream", async () => {
+    const started = Date.now();
+    expect(await call("sim+hang", { deadlineMs: 300 })).toMatchObject({
+      kind: "timeout",
+      attempts: 1,
+    });
+    expect(await call("sim+stall", { deadlineMs: 300 })).toMatchObject({
+      kind: "timeout",
+      attempts: 1,
+    });
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+});

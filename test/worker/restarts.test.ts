@@ -1,0 +1,148 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { EpisodeStatus, LiveGroupStatus, RolloutGroup } from "../../src/rollout/group-object";
+import { groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
+
+async function until(condition: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function count(query: string, ...params: unknown[]): Promise<number> {
+  const row = await env.DB.prepare(query)
+    .bind(...params)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+async function expectLandedOnce(id: string, episodes: number): Promise<void> {
+  expect(await count("SELECT COUNT(*) AS n FROM groups WHERE id = ?", id)).toBe(1);
+  expect(await count("SELECT COUNT(*) AS n FROM episodes WHERE group_id = ?", id)).toBe(episodes);
+  const messages = await count("SELECT COUNT(*) AS n FROM messages WHERE group_id = ?", id);
+  const seqs = await count(
+    "SELECT COUNT(*) AS n FROM (SELECT DISTINCT episode_id, seq FROM messages WHERE group_id = ?)",
+    id,
+  );
+  expect(messages).toBe(seqs);
+  // Each episode's transcript is complete: seq runs 0..n-1 without gaps.
+  const gaps = await count(
+    `SELECT COUNT(*) AS n FROM (SELECT episode_id, MAX(seq) + 1 AS top, COUNT(*) AS rows
+       FROM messages WHERE group_id = ? GROUP BY episode_id) WHERE top != rows`,
+    id,
+  );
+  expect(gaps).toBe(0);
+}
+
+async function storageTables(stub: DurableObjectStub<RolloutGroup>): Promise<string[]> {
+  return runInDurableObject(stub, (_instance, state) =>
+    state.storage.sql
+      .exec(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'",
+      )
+      .toArray()
+      .map((r) => String(r.name)),
+  );
+}
+
+/** Statuses of a group's episodes, from its object (fresh stub, fresh instance if evicted). */
+async function episodeStates(id: string): Promise<EpisodeStatus[]> {
+  const live = (await groupStub(id).status()) as unknown as LiveGroupStatus | null;
+  return live?.episodes ?? [];
+}
+
+/**
+ * Every unfinished episode parked on a timer. The host answers the third generation of each
+ * episode with 503 and Retry-After: 1.5, a wait the object keeps in storage, not in memory: with
+ * nothing in flight it is idle, and eviction (which first drains in-flight work) is immediate.
+ */
+const PARK_AT_TURN_2 = "sim+fail:503:1@2+retryafter:1.5";
+
+async function untilParked(id: string): Promise<EpisodeStatus[]> {
+  await until(async () => {
+    const states = await episodeStates(id);
+    const open = states.filter((e) => !["completed", "truncated", "failed"].includes(e.state));
+    return open.length > 0 && open.every((e) => e.retry_at !== null);
+  });
+  return episodeStates(id);
+}
+
+describe("restarts", () => {
+  it("an object evicted mid-episode resumes from its transcripts and lands exactly once", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("evict", 71),
+      group_size: 3,
+      sampling: { model: PARK_AT_TURN_2, temperature: 1, seed: 21 },
+    });
+    const parked = await untilParked(id);
+    await evictDurableObject(groupStub(id));
+    // A new instance, built from storage alone, sees the episodes exactly where they were.
+    const resumed = await episodeStates(id);
+    expect(resumed.map((e) => [e.state, e.turns])).toEqual(parked.map((e) => [e.state, e.turns]));
+    expect(resumed.some((e) => e.state === "generating" && e.turns === 2)).toBe(true);
+
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    expect(group.episodes.every((e: Json) => e.state === "completed" && e.turns >= 3)).toBe(true);
+    await expectLandedOnce(id, 3);
+    expect(await storageTables(groupStub(id))).toEqual([]);
+  });
+
+  it("re-dispatches, and records, a generation that was in flight when its instance died", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("lost", 33),
+      group_size: 2,
+      sampling: { model: PARK_AT_TURN_2, temperature: 1, seed: 4 },
+    });
+    await untilParked(id);
+    await evictDurableObject(groupStub(id));
+    // What storage holds when an instance dies with requests in flight: generations marked sent.
+    // (Graceful eviction drains in-flight work first, so the loss itself cannot be staged here;
+    // the crash test kills workerd for real.)
+    const lost = await runInDurableObject(groupStub(id), (_instance, state) => {
+      state.storage.sql.exec(
+        "UPDATE generations SET state = 'sent', retry_at = NULL WHERE state = 'waiting'",
+      );
+      return Number(
+        state.storage.sql.exec("SELECT COUNT(*) AS n FROM generations WHERE state = 'sent'").one()
+          .n,
+      );
+    });
+    expect(lost).toBeGreaterThan(0);
+
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    expect(group.episodes.reduce((sum: number, e: Json) => sum + e.redispatches, 0)).toBe(lost);
+    await expectLandedOnce(id, 2);
+  });
+
+  it("duplicate alarm deliveries start no second driver and no second landing", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("alarms", 12),
+      group_size: 2,
+      sampling: { model: "sim+latency:50", temperature: 1, seed: 8 },
+    });
+    const stub = groupStub(id);
+    for (let i = 0; i < 5; i++) {
+      await Promise.all([
+        runInDurableObject(stub, (instance: RolloutGroup) => instance.alarm()),
+        runInDurableObject(stub, (instance: RolloutGroup) => instance.alarm()),
+      ]);
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    expect(group.episodes.every((e: Json) => e.redispatches === 0)).toBe(true);
+    await expectLandedOnce(id, 2);
+    // Landed and deleted: a late alarm finds nothing to do.
+    expect(await runDurableObjectAlarm(stub)).toBe(false);
+    await runInDurableObject(stub, (instance: RolloutGroup) => instance.alarm());
+    await expectLandedOnce(id, 2);
+  });
+});
