@@ -26,8 +26,12 @@ function insertSorted(
   isMember: (l: string) => boolean,
   line: string,
 ) {
-  const end = lines.indexOf(marker);
-  if (end === -1) throw new CliError(`${paths.registry} lost its "${marker.trim()}" marker line`);
+  const markerAt = lines.indexOf(marker);
+  if (markerAt === -1)
+    throw new CliError(`${paths.registry} lost its "${marker.trim()}" marker line`);
+  // The formatter may leave blank lines between the run and its marker.
+  let end = markerAt;
+  while (end > 0 && (lines[end - 1] as string).trim() === "") end--;
   let start = end;
   while (start > 0 && isMember(lines[start - 1] as string)) start--;
   const run = [...lines.slice(start, end), line].sort();

@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { envCheck } from "./env-check";
 import { envNew } from "./env-new";
 import { CliError } from "./project";
+import { sim } from "./sim";
 
 const program = new Command("edgeroll").description(
   "Multi-turn RL rollouts for LLMs on Cloudflare Workers",
@@ -32,6 +33,22 @@ env
   .action(async (name: string, options: { dataset?: string; promptText: string }) => {
     process.exitCode = (await envCheck(name, options)) ? 0 : 1;
   });
+
+program
+  .command("sim")
+  .description("run the OpenAI-compatible inference simulator (scripted policies, latency, faults)")
+  .option("--port <n>", "port to listen on", "8000")
+  .option("--host <host>", "address to bind", "127.0.0.1")
+  .option("--ttft-ms <ms>", "time to first token", "0")
+  .option("--ms-per-token <ms>", "time per generated token", "0")
+  .option("--ms-per-prompt-token <ms>", "extra time to first token per prompt token", "0")
+  .option("--error-rate <p>", "share of requests answered with an error status", "0")
+  .option("--error-statuses <list>", "statuses to answer errors with", "500,503,429")
+  .option("--hang-rate <p>", "share of requests never answered", "0")
+  .option("--malformed-rate <p>", "share of requests answered with an unparseable body", "0")
+  .option("--cut-rate <p>", "share of streams cut half-way", "0")
+  .option("--reset-rate <p>", "share of connections dropped", "0")
+  .action(sim);
 
 try {
   await program.parseAsync();

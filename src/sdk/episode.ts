@@ -169,6 +169,8 @@ export async function scoreGroup(
   );
 }
 
+/** One line for any thrown value; a zod error (environments validate with zod) lists its fields. */
 export function errorMessage(error: unknown): string {
+  if (error instanceof z.ZodError) return `${error.name}: ${describeZodError(error)}`;
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -10,6 +10,7 @@ import {
 } from "../../src/sdk";
 import {
   getEpisode,
+  getGroup,
   guessExample,
   type Json,
   simulatorRequests,
@@ -195,5 +196,76 @@ describe("a group of one", () => {
     expect(group.episodes).toEqual([
       expect.objectContaining({ state: "completed", turns: 1, score: 1, advantage: null }),
     ]);
+  });
+});
+
+describe("the context window", () => {
+  it("ends an episode truncated when the transcript can no longer fit with its completion budget", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("ctx-budget", 1),
+      group_size: 1,
+      max_context_tokens: 260,
+      sampling: { model: "sim", temperature: 0, max_completion_tokens: 64 },
+    });
+    const [episode] = (await waitForGroup(id)).episodes;
+    expect(episode).toMatchObject({ state: "truncated", end_reason: "context_budget" });
+    expect(episode.turns).toBeGreaterThan(0);
+    expect(episode.score).toBe(0);
+  });
+
+  it("ends an episode truncated when the host rejects the prompt as too long", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("ctx-host", 1),
+      group_size: 1,
+      sampling: { model: "sim+context:150", temperature: 0 },
+    });
+    const [episode] = (await waitForGroup(id)).episodes;
+    expect(episode).toMatchObject({ state: "truncated", end_reason: "context_length" });
+    expect(episode.turns).toBeGreaterThan(0);
+  });
+
+  it("marks a turn cut by max_completion_tokens as truncated, and still steps it", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("short", 50),
+      group_size: 1,
+      sampling: { model: "sim", temperature: 0, max_completion_tokens: 3 },
+    });
+    const group = await waitForGroup(id);
+    const episode = await getEpisode(group.episodes[0].episode_id);
+    const first = episode.messages.find((m: Json) => m.sampled);
+    expect(first).toMatchObject({ finish_reason: "length", truncated: true, completion_tokens: 3 });
+    expect(episode.messages[episode.messages.indexOf(first) + 1].content).toMatch(
+      /<guess>N<\/guess>/,
+    );
+  });
+});
+
+describe("landing", () => {
+  it("keeps the transcripts through a D1 outage and lands once D1 is back", async () => {
+    await env.DB.exec("ALTER TABLE messages RENAME TO messages_away");
+    let id: string;
+    try {
+      id = await startGroup({
+        env: "exact-answer",
+        example: { id: "outage", input: "What is 2 + 2?", output: "4" },
+        group_size: 2,
+        sampling: { model: "sim", temperature: 0 },
+      });
+      for (;;) {
+        const group = await getGroup(id);
+        if (group.last_error?.startsWith("D1:")) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect((await getGroup(id)).status).toBe("scoring");
+    } finally {
+      await env.DB.exec("ALTER TABLE messages_away RENAME TO messages");
+    }
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    const rows = await env_sql("SELECT COUNT(*) AS n FROM messages WHERE group_id = ?", id);
+    expect(rows[0]?.n).toBe(4);
   });
 });
