@@ -10,6 +10,7 @@
  *   latency:MS       answer MS later
  *   context:T        reject prompts over T tokens as too long for the context
  *   retryafter:S     the Retry-After header (seconds) sent with simulated errors (default 0)
+ *   native           send tool calls as OpenAI `tool_calls` instead of text blocks
  *
  * A counted fault may be limited to one turn with `@T`: `fail:503:1@2` fails only requests
  * whose transcript already holds two assistant messages.
@@ -22,11 +23,18 @@ export interface Directives {
   extraLatencyMs: number;
   contextLimit?: number;
   retryAfterS: number;
+  native: boolean;
 }
 
 export function parseModel(model: string): { name: string; directives: Directives } {
   const [name = model, ...parts] = model.split("+");
-  const directives: Directives = { failFirst: [], always: null, extraLatencyMs: 0, retryAfterS: 0 };
+  const directives: Directives = {
+    failFirst: [],
+    always: null,
+    extraLatencyMs: 0,
+    retryAfterS: 0,
+    native: false,
+  };
   for (const spec of parts) {
     const [part = "", turn] = spec.split("@");
     const atTurn = turn === undefined ? {} : { atTurn: Number(turn) };
@@ -34,6 +42,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     const times = (n: string | undefined) =>
       n === undefined ? Number.POSITIVE_INFINITY : Number(n);
     if (kind === "hang" || kind === "stall") directives.always = kind;
+    else if (kind === "native") directives.native = true;
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
     } else if (kind === "reset" || kind === "malformed" || kind === "cut") {

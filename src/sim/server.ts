@@ -75,10 +75,40 @@ const NO_LATENCY: LatencyModel = { ttftMs: 0, msPerPromptToken: 0, msPerToken: 0
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+interface NativeCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
 interface Choice {
   text: string;
-  finishReason: "stop" | "length";
+  finishReason: "stop" | "length" | "tool_calls";
   tokens: number;
+  toolCalls: NativeCall[];
+}
+
+const TOOL_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
+
+/** With `+native`, text tool calls go out as OpenAI `tool_calls`, as a tool-calling model's would. */
+function asNativeCalls(choice: Choice, random: Random): Choice {
+  const calls: NativeCall[] = [];
+  for (const [, json] of choice.text.matchAll(TOOL_CALL)) {
+    try {
+      const call = JSON.parse(json ?? "") as { name: string; arguments?: unknown };
+      const id = `call_${Math.floor(random() * 1e9).toString(36)}`;
+      calls.push({ id, name: call.name, arguments: JSON.stringify(call.arguments ?? {}) });
+    } catch {
+      return choice; // a malformed call stays text, as a model's broken output would
+    }
+  }
+  if (calls.length === 0) return choice;
+  return {
+    ...choice,
+    text: choice.text.replace(TOOL_CALL, "").trim(),
+    toolCalls: calls,
+    finishReason: "tool_calls",
+  };
 }
 
 /** Plays one choice, then applies `stop` and the token budget like a real server would. */
@@ -91,9 +121,15 @@ function complete(request: CompletionRequest, random: Random): Choice {
   }
   const budget = request.max_completion_tokens ?? request.max_tokens ?? Number.POSITIVE_INFINITY;
   const tokens = encode(text);
-  if (tokens.length > budget)
-    return { text: decode(tokens.slice(0, budget)), finishReason: "length", tokens: budget };
-  return { text, finishReason: "stop", tokens: tokens.length };
+  if (tokens.length > budget) {
+    return {
+      text: decode(tokens.slice(0, budget)),
+      finishReason: "length",
+      tokens: budget,
+      toolCalls: [],
+    };
+  }
+  return { text, finishReason: "stop", tokens: tokens.length, toolCalls: [] };
 }
 
 function promptTokens(request: CompletionRequest): number {
@@ -175,9 +211,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
           : '{"choices": [{"message": ',
       );
     }
-    const choices = Array.from({ length: parsed.n }, (_, i) =>
-      complete(parsed, i === 0 ? random : seededRandom(hashString(`${parsed.seed}:${i}`))),
-    );
+    const choices = Array.from({ length: parsed.n }, (_, i) => {
+      const choiceRandom = i === 0 ? random : seededRandom(hashString(`${parsed.seed}:${i}`));
+      const choice = complete(parsed, choiceRandom);
+      return directives.native ? asNativeCalls(choice, choiceRandom) : choice;
+    });
     const usage = {
       prompt_tokens: prompt,
       completion_tokens: choices.reduce((a, c) => a + c.tokens, 0),
@@ -195,7 +233,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         model: name,
         choices: choices.map((c, index) => ({
           index,
-          message: { role: "assistant", content: c.text },
+          message: {
+            role: "assistant",
+            content: c.toolCalls.length > 0 && c.text === "" ? null : c.text,
+            ...(c.toolCalls.length > 0
+              ? {
+                  tool_calls: c.toolCalls.map((t) => ({
+                    id: t.id,
+                    type: "function",
+                    function: { name: t.name, arguments: t.arguments },
+                  })),
+                }
+              : {}),
+          },
           finish_reason: c.finishReason,
         })),
         usage,
@@ -217,6 +267,39 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         await sleep(latency.msPerToken * countTokens(piece));
         if (res.destroyed) return;
         send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
+      }
+      for (const [i, call] of choice.toolCalls.entries()) {
+        // The id and name first, the arguments in two pieces: clients must stitch them together.
+        const half = Math.ceil(call.arguments.length / 2);
+        send({
+          choices: [
+            {
+              index,
+              delta: {
+                tool_calls: [
+                  {
+                    index: i,
+                    id: call.id,
+                    type: "function",
+                    function: { name: call.name, arguments: "" },
+                  },
+                ],
+              },
+              finish_reason: null,
+            },
+          ],
+        });
+        for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)]) {
+          send({
+            choices: [
+              {
+                index,
+                delta: { tool_calls: [{ index: i, function: { arguments: piece } }] },
+                finish_reason: null,
+              },
+            ],
+          });
+        }
       }
       send({ choices: [{ index, delta: {}, finish_reason: choice.finishReason }] });
     }

@@ -50,6 +50,38 @@ describe("the inference client", () => {
     });
   }
 
+  for (const stream of [true, false]) {
+    it(`reassembles native tool calls ${stream ? "from stream deltas" : "from a JSON body"}`, async () => {
+      const outcome = await generate(
+        { baseUrl: env.INFERENCE_BASE_URL },
+        {
+          sampling: { model: "sim+native", temperature: 0, top_p: 1, max_completion_tokens: 128 },
+          messages: [
+            { role: "system", content: 'Call tools with <tool_call>{"name": ...}</tool_call>.' },
+            {
+              role: "user",
+              content: `Hi, it's Ana (ana@example.com, ZIP 94107). Refund my lamp. ${stream}`,
+            },
+          ],
+          stream,
+        },
+        { deadlineMs: 2000, maxRetries: 0 },
+      );
+      expect(outcome).toMatchObject({
+        kind: "ok",
+        completion: { content: "", finishReason: "tool_calls" },
+      });
+      if (outcome.kind !== "ok") return;
+      const [call] = outcome.completion.toolCalls;
+      expect(call?.id).toMatch(/^call_/);
+      expect(call?.function.name).toBe("verify_identity");
+      expect(JSON.parse(call?.function.arguments ?? "")).toEqual({
+        email: "ana@example.com",
+        zip: "94107",
+      });
+    });
+  }
+
   it("marks a completion cut by max_completion_tokens with finish_reason length", async () => {
     const outcome = await call("sim", { maxTokens: 2 });
     expect(outcome).toMatchObject({ kind: "ok", completion: { finishReason: "length" } });

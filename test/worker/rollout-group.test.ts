@@ -184,6 +184,37 @@ describe("environment failures", () => {
   });
 });
 
+describe("native tool calling", () => {
+  it("a tool-agent group whose model emits OpenAI tool_calls resolves the request", async () => {
+    const example = {
+      id: "native",
+      input:
+        "Hello, Ana Ruiz here (ana@example.com, ZIP 94107). My kettle arrived broken. I'd like a refund, please.",
+      metadata: {
+        customer: { name: "Ana Ruiz", email: "ana@example.com", zip: "94107" },
+        orders: [
+          { id: "A1", item: "kettle", status: "delivered", total: 30 },
+          { id: "A2", item: "lamp", status: "delivered", total: 20 },
+        ],
+        goal: { tool: "refund_order", order_id: "A1" },
+      },
+    };
+    const id = await startGroup({
+      env: "tool-agent",
+      example,
+      group_size: 1,
+      sampling: { model: "sim+native", temperature: 0 },
+    });
+    const group = await waitForGroup(id);
+    expect(group.episodes[0]).toMatchObject({ state: "completed", score: 1 });
+    const episode = await getEpisode(group.episodes[0].episode_id);
+    const calls = episode.messages
+      .filter((m: Json) => m.tool_calls)
+      .map((m: Json) => m.tool_calls[0].function.name);
+    expect(calls).toEqual(["verify_identity", "list_orders", "refund_order"]);
+  });
+});
+
 describe("a group of one", () => {
   it("is scored but carries no advantage", async () => {
     const id = await startGroup({
