@@ -20,6 +20,7 @@ export default defineConfig({
                 GENERATION_DEADLINE_MAX_S: "2",
                 HEARTBEAT_S: "1",
                 STEP_TIMEOUT_S: "5",
+                MAX_DELIVERIES: "3",
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
               },
             },

@@ -24,6 +24,8 @@ const ConfigSchema = z.object({
   SCORE_TIMEOUT_S: seconds(300),
   /** Attempts at scoring a group before its unscored episodes fail with score_error. */
   MAX_SCORE_ATTEMPTS: count(3),
+  /** Leases of one group without an ack before it is parked as poison. */
+  MAX_DELIVERIES: count(5),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

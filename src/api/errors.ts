@@ -12,6 +12,7 @@ export type ErrorCode =
   | "not_found"
   | "example_rejected"
   | "idempotency_conflict"
+  | "batch_settled"
   | "internal_error";
 
 /** Thrown anywhere in a handler; rendered by `onError`. */

@@ -24,6 +24,17 @@ export const groups = sqliteTable(
     scoreMean: real("score_mean"),
     scoreStd: real("score_std"),
     episodesFailed: integer("episodes_failed"),
+    /** Every scored episode has the same score: no GRPO signal, so not served unless asked. */
+    uniform: integer("uniform", { mode: "boolean" }).notNull().default(false),
+    /**
+     * Where a landed group is on its way to a trainer: `available`, `leased`, `acked`, or
+     * `parked` (delivered MAX_DELIVERIES times without an ack: poison, kept for inspection).
+     */
+    deliveryState: text("delivery_state").notNull().default("available"),
+    deliveries: integer("deliveries").notNull().default(0),
+    leaseId: text("lease_id"),
+    leaseExpiresAt: text("lease_expires_at"),
+    ackedAt: text("acked_at"),
     sampling: text("sampling", { mode: "json" }).$type<JsonObject>().notNull(),
     maxContextTokens: integer("max_context_tokens").notNull(),
     promptText: text("prompt_text").notNull(),
@@ -37,6 +48,8 @@ export const groups = sqliteTable(
     index("groups_env").on(t.env),
     index("groups_status").on(t.status),
     index("groups_created").on(t.createdAt),
+    index("groups_delivery").on(t.status, t.deliveryState, t.finishedAt),
+    index("groups_lease").on(t.leaseId),
   ],
 );
 
@@ -105,4 +118,28 @@ export const messages = sqliteTable(
     truncated: integer("truncated", { mode: "boolean" }),
   },
   (t) => [primaryKey({ columns: [t.episodeId, t.seq] }), index("messages_group").on(t.groupId)],
+);
+
+/** One lease handed to a trainer: which groups, until when, and whether it was acked. */
+export const batches = sqliteTable("batches", {
+  id: text("id").primaryKey(),
+  /** `leased` | `acked` | `released`. A lease past its expiry stays `leased` here. */
+  state: text("state").notNull(),
+  groupCount: integer("group_count").notNull(),
+  episodeCount: integer("episode_count").notNull(),
+  createdAt: text("created_at").notNull(),
+  leaseExpiresAt: text("lease_expires_at").notNull(),
+  settledAt: text("settled_at"),
+});
+
+export const batchGroups = sqliteTable(
+  "batch_groups",
+  {
+    batchId: text("batch_id").notNull(),
+    groupId: text("group_id").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.batchId, t.groupId] }),
+    index("batch_groups_group").on(t.groupId),
+  ],
 );

@@ -171,6 +171,8 @@ export async function landGroup(db: D1Database, store: GroupStore): Promise<"lan
     scoreMean: mean,
     scoreStd: std,
     episodesFailed: failed.length,
+    // Equal scores carry no group-relative signal; a group of one is uniform by definition.
+    uniform: scores.length > 0 && scores.every((s) => s === scores[0]),
     finishedAt,
   });
   // Drizzle builds the statement; D1's own batch runs it (drizzle's batch mishandles raw SQL).
@@ -187,6 +189,7 @@ export async function landGroup(db: D1Database, store: GroupStore): Promise<"lan
         scoreMean: final.scoreMean,
         scoreStd: final.scoreStd,
         episodesFailed: final.episodesFailed,
+        uniform: final.uniform,
         finishedAt: final.finishedAt,
       },
     })

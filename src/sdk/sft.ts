@@ -82,37 +82,50 @@ export function renderChatML(
   return { text, spans };
 }
 
-/** Builds one supervised row for `example`; throws `SftError` when none can be built. */
-export async function buildSftRow(
-  env: EnvironmentMultiTurn,
-  example: TaskExample,
-  promptText: string,
-): Promise<SftRow> {
-  const promptMessages = await openEpisode(env, example, promptText);
-  checkMessages(example.id, "prompt", promptMessages);
-  let targetMessages: ChatMessage[];
-  try {
-    targetMessages = parseTargetMessages(example, await env.sftCompletion(example));
-  } catch (error) {
-    if (!(error instanceof UnparseableSftTargetError)) throw error;
-    return completionOnlyRow(example, promptMessages, error);
-  }
-  checkMessages(example.id, "target", targetMessages);
+/**
+ * A supervised row from a prompt and a target transcript: observations masked, assistant
+ * bodies supervised. Throws `SftError` when a field holds a reserved ChatML token.
+ */
+export function transcriptSftRow(
+  exampleId: string,
+  promptMessages: readonly ChatMessage[],
+  targetMessages: readonly ChatMessage[],
+): SftRow {
+  checkMessages(exampleId, "prompt", promptMessages);
+  checkMessages(exampleId, "target", targetMessages);
   const mask = [
     ...promptMessages.map(() => false),
     ...targetMessages.map((m) => m.role === "assistant"),
   ];
   const { text, spans } = renderChatML([...promptMessages, ...targetMessages], mask);
   return {
-    exampleId: example.id,
-    promptMessages,
-    targetMessages,
+    exampleId,
+    promptMessages: [...promptMessages],
+    targetMessages: [...targetMessages],
     mask,
     text,
     spans,
     masking: "role_aware",
     warnings: [],
   };
+}
+
+/** Builds one supervised row for `example` from its gold target; throws `SftError` when none can be built. */
+export async function buildSftRow(
+  env: EnvironmentMultiTurn,
+  example: TaskExample,
+  promptText: string,
+): Promise<SftRow> {
+  const promptMessages = await openEpisode(env, example, promptText);
+  let targetMessages: ChatMessage[];
+  try {
+    targetMessages = parseTargetMessages(example, await env.sftCompletion(example));
+  } catch (error) {
+    if (!(error instanceof UnparseableSftTargetError)) throw error;
+    checkMessages(example.id, "prompt", promptMessages);
+    return completionOnlyRow(example, promptMessages, error);
+  }
+  return transcriptSftRow(example.id, promptMessages, targetMessages);
 }
 
 /** The fallback for a target that is not a transcript: supervise everything after the prompt. */

@@ -1,0 +1,180 @@
+/**
+ * A leased batch as a trainer receives it: whole groups, each episode with its reward,
+ * advantages, status and transcript, the sampled assistant turns marked. Reads page through
+ * D1 a slice of groups at a time, each query binding one JSON parameter, so a batch of any size
+ * stays inside D1's parameter, statement and per-invocation limits.
+ */
+import { asc, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import type { EpisodeRecord, GroupRecord, MessageRecord } from "../db/queries";
+import { episodes, groups, messages } from "../db/schema";
+import { type ChatMessage, errorMessage, transcriptSftRow } from "../sdk";
+import type { INCLUDE } from "./lease-request";
+
+type Include = (typeof INCLUDE)[number];
+
+/** Groups per read: about a thousand episodes' messages per query at typical group sizes. */
+const GROUPS_PER_PAGE = 100;
+
+function chatMessage(m: MessageRecord): ChatMessage {
+  return {
+    role: m.role,
+    content: m.content,
+    ...(m.name === null ? {} : { name: m.name }),
+    ...(m.toolCalls === null ? {} : { tool_calls: m.toolCalls }),
+    ...(m.toolCallId === null ? {} : { tool_call_id: m.toolCallId }),
+  };
+}
+
+/** Under per-turn credit a sampled turn's advantage is its own; otherwise the episode's. */
+function turnCredit(episode: EpisodeRecord, turn: number) {
+  return {
+    reward: episode.perTurnRewards?.[turn] ?? null,
+    advantage: episode.perTurnAdvantages?.[turn] ?? episode.advantage,
+  };
+}
+
+/** Rejection-sampling SFT: a successful episode's own transcript as the target. */
+function sftRow(episode: EpisodeRecord, transcript: readonly MessageRecord[]) {
+  if (episode.success !== true) return { sft: null };
+  try {
+    const prompt = transcript.filter((m) => m.turn === null).map(chatMessage);
+    const target = transcript.filter((m) => m.turn !== null).map(chatMessage);
+    const row = transcriptSftRow(episode.exampleId, prompt, target);
+    return {
+      sft: {
+        prompt_messages: row.promptMessages,
+        target_messages: row.targetMessages,
+        mask: row.mask,
+        text: row.text,
+        spans: row.spans,
+        masking: row.masking,
+      },
+    };
+  } catch (error) {
+    return { sft: null, sft_error: errorMessage(error) };
+  }
+}
+
+export function episodeForTrainer(
+  episode: EpisodeRecord,
+  transcript: readonly MessageRecord[],
+  include: readonly Include[],
+) {
+  const perTurn = include.includes("per_turn");
+  return {
+    episode_id: episode.id,
+    index: episode.idx,
+    status: episode.status,
+    end_reason: episode.endReason,
+    failure_reason: episode.failureReason,
+    reward: episode.score,
+    threshold: episode.threshold,
+    success: episode.success,
+    advantage: episode.advantage,
+    ...(perTurn
+      ? { per_turn_rewards: episode.perTurnRewards, per_turn_advantages: episode.perTurnAdvantages }
+      : {}),
+    turns: episode.turns,
+    prompt_tokens: episode.promptTokens,
+    completion_tokens: episode.completionTokens,
+    total_tokens: episode.totalTokens,
+    latency_ms: episode.latencyMs,
+    policy_version: episode.policyVersion,
+    ...(include.includes("messages")
+      ? {
+          messages: transcript.map((m) => ({
+            ...chatMessage(m),
+            sampled: m.sampled,
+            turn: m.turn,
+            ...(m.sampled && m.turn !== null && episode.status !== "failed"
+              ? turnCredit(episode, m.turn)
+              : {}),
+            ...(m.sampled
+              ? { finish_reason: m.finishReason, completion_tokens: m.completionTokens }
+              : {}),
+          })),
+        }
+      : {}),
+    ...(include.includes("sft") ? sftRow(episode, transcript) : {}),
+  };
+}
+
+export function groupForTrainer(
+  group: GroupRecord,
+  groupEpisodes: readonly EpisodeRecord[],
+  transcripts: ReadonlyMap<string, MessageRecord[]>,
+  include: readonly Include[],
+) {
+  return {
+    group_id: group.id,
+    run_id: group.runId,
+    env: group.env,
+    policy_version: group.policyVersion,
+    example: group.example,
+    credit_assignment: group.creditApplied,
+    advantage_mode: group.advantage,
+    uniform: group.uniform,
+    deliveries: group.deliveries,
+    score_mean: group.scoreMean,
+    score_std: group.scoreStd,
+    warnings: group.warnings,
+    episodes: groupEpisodes.map((e) => episodeForTrainer(e, transcripts.get(e.id) ?? [], include)),
+  };
+}
+
+const inIds = (
+  column: typeof groups.id | typeof episodes.groupId | typeof messages.groupId,
+  ids: readonly string[],
+) => sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`;
+
+/** Reads the claimed groups, in claim order, with what the trainer asked to include. */
+export async function readBatchGroups(
+  db: D1Database,
+  groupIds: readonly string[],
+  include: readonly Include[],
+) {
+  const d1 = drizzle(db);
+  const out = [];
+  for (let i = 0; i < groupIds.length; i += GROUPS_PER_PAGE) {
+    const page = groupIds.slice(i, i + GROUPS_PER_PAGE);
+    const needMessages = include.includes("messages") || include.includes("sft");
+    const [groupRows, episodeRows, messageRows] = await Promise.all([
+      d1.select().from(groups).where(inIds(groups.id, page)).all(),
+      d1
+        .select()
+        .from(episodes)
+        .where(inIds(episodes.groupId, page))
+        .orderBy(asc(episodes.groupId), asc(episodes.idx))
+        .all(),
+      needMessages
+        ? d1
+            .select()
+            .from(messages)
+            .where(inIds(messages.groupId, page))
+            .orderBy(asc(messages.episodeId), asc(messages.seq))
+            .all()
+        : Promise.resolve([] as MessageRecord[]),
+    ]);
+    const transcripts = new Map<string, MessageRecord[]>();
+    for (const m of messageRows) {
+      const list = transcripts.get(m.episodeId) ?? [];
+      list.push(m);
+      transcripts.set(m.episodeId, list);
+    }
+    const byId = new Map(groupRows.map((g) => [g.id, g]));
+    for (const id of page) {
+      const group = byId.get(id);
+      if (group)
+        out.push(
+          groupForTrainer(
+            group,
+            episodeRows.filter((e) => e.groupId === id),
+            transcripts,
+            include,
+          ),
+        );
+    }
+  }
+  return out;
+}

@@ -1,0 +1,138 @@
+/**
+ * Leases, acks and releases of scored groups in D1. The claim is one D1 `batch()` (one
+ * transaction): two trainers leasing at once can never receive the same group. An expired
+ * lease makes its groups available again; a group delivered MAX_DELIVERIES times without an
+ * ack is parked as poison.
+ */
+import { type LeaseRequest, minPolicyVersion } from "./lease-request";
+
+export interface Claim {
+  batchId: string;
+  leaseExpiresAt: string;
+  groupIds: string[];
+}
+
+export function newBatchId(): string {
+  const random = [...crypto.getRandomValues(new Uint8Array(10))]
+    .map((b) => b.toString(36).padStart(2, "0"))
+    .join("");
+  return `b_${Date.now().toString(36)}${random.slice(0, 14)}`;
+}
+
+/** Claims whole groups for a new batch, oldest landed first. */
+export async function claimGroups(
+  db: D1Database,
+  request: LeaseRequest,
+  maxDeliveries: number,
+): Promise<Claim> {
+  const now = new Date().toISOString();
+  const batchId = newBatchId();
+  const leaseExpiresAt = new Date(Date.now() + request.lease_seconds * 1000).toISOString();
+  const free =
+    "(delivery_state = 'available' OR (delivery_state = 'leased' AND lease_expires_at <= ?1))";
+  const eligible = request.include_parked ? `(${free} OR delivery_state = 'parked')` : free;
+  const where = [
+    "status = 'landed'",
+    eligible,
+    request.include_parked ? "1" : "deliveries < ?2",
+    "policy_version >= ?3",
+    "(?4 IS NULL OR run_id = ?4)",
+    "(?5 IS NULL OR env = ?5)",
+    request.skip_uniform_groups ? "uniform = 0" : "1",
+  ].join(" AND ");
+  const params = [
+    now,
+    maxDeliveries,
+    minPolicyVersion(request),
+    request.run_id ?? null,
+    request.env ?? null,
+  ];
+  const maxGroups = request.max_groups ?? 1000;
+  const maxEpisodes = request.max_episodes ?? Number.MAX_SAFE_INTEGER;
+
+  const [, , , , claimed] = await db.batch([
+    // Groups delivered too often without an ack become poison rather than being served again.
+    db
+      .prepare(`UPDATE groups SET delivery_state = 'parked', lease_id = NULL
+        WHERE status = 'landed' AND deliveries >= ?2 AND ${free}`)
+      .bind(now, maxDeliveries),
+    db
+      .prepare(`UPDATE groups
+        SET delivery_state = 'leased', lease_id = ?6, lease_expires_at = ?7, deliveries = deliveries + 1
+        WHERE id IN (
+          SELECT id FROM (
+            SELECT id, group_size,
+              SUM(group_size) OVER (ORDER BY finished_at, id ROWS UNBOUNDED PRECEDING) AS running
+            FROM groups WHERE ${where}
+            ORDER BY finished_at, id LIMIT ?8
+          ) WHERE running <= ?9 OR running = group_size
+        )`)
+      .bind(...params, batchId, leaseExpiresAt, maxGroups, maxEpisodes),
+    db
+      .prepare(
+        "INSERT INTO batch_groups (batch_id, group_id) SELECT ?1, id FROM groups WHERE lease_id = ?1",
+      )
+      .bind(batchId),
+    db
+      .prepare(`INSERT INTO batches (id, state, group_count, episode_count, created_at, lease_expires_at)
+        SELECT ?1, 'leased', COUNT(*), SUM(group_size), ?2, ?3 FROM groups WHERE lease_id = ?1 HAVING COUNT(*) > 0`)
+      .bind(batchId, now, leaseExpiresAt),
+    db.prepare("SELECT id FROM groups WHERE lease_id = ?1 ORDER BY finished_at, id").bind(batchId),
+  ]);
+  const groupIds = (claimed?.results ?? []).map((r) => (r as { id: string }).id);
+  return { batchId, leaseExpiresAt, groupIds };
+}
+
+export type Settlement =
+  | { outcome: "settled"; groups: number; lost: number }
+  | { outcome: "already"; state: string }
+  | { outcome: "not_found" };
+
+async function settle(
+  db: D1Database,
+  batchId: string,
+  to: "acked" | "released",
+): Promise<Settlement> {
+  const batch = await db
+    .prepare("SELECT state, group_count FROM batches WHERE id = ?1")
+    .bind(batchId)
+    .first<{ state: string; group_count: number }>();
+  if (batch === null) return { outcome: "not_found" };
+  const now = new Date().toISOString();
+  const groups =
+    to === "acked"
+      ? db
+          .prepare(`UPDATE groups SET delivery_state = 'acked', acked_at = ?2
+            WHERE lease_id = ?1 AND delivery_state = 'leased'`)
+          .bind(batchId, now)
+      : db
+          .prepare(`UPDATE groups SET delivery_state = 'available', lease_id = NULL, lease_expires_at = NULL
+            WHERE lease_id = ?1 AND delivery_state = 'leased'`)
+          .bind(batchId);
+  // The batch row moves only from `leased`: a second ack (or release) changes nothing.
+  const [changedGroups, changedBatch] = await db.batch([
+    groups,
+    db
+      .prepare("UPDATE batches SET state = ?2, settled_at = ?3 WHERE id = ?1 AND state = 'leased'")
+      .bind(batchId, to, now),
+  ]);
+  if ((changedBatch?.meta.changes ?? 0) === 0) {
+    const current = await db
+      .prepare("SELECT state FROM batches WHERE id = ?1")
+      .bind(batchId)
+      .first<{ state: string }>();
+    return { outcome: "already", state: current?.state ?? batch.state };
+  }
+  const settled = changedGroups?.meta.changes ?? 0;
+  return { outcome: "settled", groups: settled, lost: batch.group_count - settled };
+}
+
+/** Marks the batch's groups consumed. Groups whose lease expired and went elsewhere are `lost`. */
+export function ackBatch(db: D1Database, batchId: string): Promise<Settlement> {
+  return settle(db, batchId, "acked");
+}
+
+/** Hands the batch's groups back at once. */
+export function releaseBatch(db: D1Database, batchId: string): Promise<Settlement> {
+  return settle(db, batchId, "released");
+}

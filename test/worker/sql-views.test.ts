@@ -1,0 +1,92 @@
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { guessExample, startGroup, waitForGroup } from "./helpers";
+
+async function rows(query: string) {
+  return (await env.DB.prepare(query).all()).results as Record<string, unknown>[];
+}
+
+beforeAll(async () => {
+  const groups = [
+    {
+      env: "guess-number",
+      example: guessExample("v1", 40),
+      group_size: 3,
+      run_id: "views",
+      policy_version: 1,
+      sampling: { model: "sim", seed: 2 },
+    },
+    {
+      env: "guess-number",
+      example: guessExample("v2", 60),
+      group_size: 3,
+      run_id: "views",
+      policy_version: 2,
+      sampling: { model: "sim", temperature: 0 },
+    },
+    {
+      env: "exact-answer",
+      example: { id: "v3", input: "What is 3 * 3?", output: "9" },
+      group_size: 2,
+      run_id: "views",
+      policy_version: 2,
+      sampling: { model: "sim+fail:400" },
+    },
+  ];
+  const ids = await Promise.all(groups.map((g) => startGroup(g)));
+  await Promise.all(ids.map((id) => waitForGroup(id)));
+});
+
+describe("SQL views over episode logs", () => {
+  it("run_summary: reward, success rate, turns and tokens per run and env", async () => {
+    const summary = await rows("SELECT * FROM run_summary WHERE run_id = 'views' ORDER BY env");
+    expect(summary.map((r) => [r.env, r.groups, r.episodes, r.failed])).toEqual([
+      ["exact-answer", 1, 2, 2],
+      ["guess-number", 2, 6, 0],
+    ]);
+    const guess = summary[1] as Record<string, number>;
+    expect(guess.mean_reward).toBeGreaterThan(0);
+    expect(guess.success_rate).toBeGreaterThan(0);
+    expect(guess.mean_turns).toBeGreaterThan(1);
+    expect(guess.tokens_processed).toBeGreaterThan(0);
+  });
+
+  it("failures_by_reason: why episodes failed, with a detail", async () => {
+    const failures = await rows("SELECT * FROM failures_by_reason WHERE env = 'exact-answer'");
+    expect(failures).toEqual([
+      expect.objectContaining({
+        reason: "inference_rejected",
+        episodes: 2,
+        example_detail: expect.stringMatching(/400/),
+      }),
+    ]);
+  });
+
+  it("group_accounting: every group started is accounted for", async () => {
+    const accounting = await rows(
+      "SELECT accounting, COUNT(*) AS n FROM group_accounting WHERE run_id = 'views' GROUP BY accounting ORDER BY accounting",
+    );
+    expect(accounting).toEqual([
+      { accounting: "failed", n: 1 },
+      { accounting: "landed", n: 2 },
+    ]);
+    expect(
+      await rows("SELECT * FROM groups_by_delivery WHERE run_id = 'views' ORDER BY accounting"),
+    ).toEqual([
+      expect.objectContaining({ accounting: "failed", groups: 1 }),
+      expect.objectContaining({ accounting: "landed", groups: 2 }),
+    ]);
+  });
+
+  it("reward_by_policy_version: reward by the policy that sampled", async () => {
+    const byVersion = await rows(
+      "SELECT policy_version, episodes FROM reward_by_policy_version WHERE run_id = 'views' AND env = 'guess-number'",
+    );
+    expect(byVersion).toEqual([
+      { policy_version: 1, episodes: 3 },
+      { policy_version: 2, episodes: 3 },
+    ]);
+    const env_ = await rows("SELECT * FROM env_summary WHERE env = 'guess-number'");
+    expect(env_[0]).toMatchObject({ runs: 1, groups: 2, episodes: 6 });
+  });
+});
