@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { environmentNames } from "../environments/registry";
 import { batchRoutes } from "./batches";
+import { episodeRoutes } from "./episodes";
 import { ApiError, errorBody, renderError } from "./errors";
 import { groupRoutes } from "./groups";
 
@@ -21,6 +22,7 @@ export const app = new Hono<{ Bindings: Env }>()
   .get("/healthz", (c) => c.json({ ok: true }))
   .get("/v1/environments", (c) => c.json({ environments: environmentNames() }))
   .route("/v1", groupRoutes)
+  .route("/v1", episodeRoutes)
   .route("/v1", batchRoutes)
   .notFound((c) => c.json(errorBody("not_found", `no route ${c.req.method} ${c.req.path}`), 404))
   .onError(renderError);

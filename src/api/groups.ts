@@ -1,7 +1,7 @@
 /** Routes for rollout groups and their episodes. */
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
-import { findEpisode, findGroup, groupEpisodes } from "../db/queries";
+import { findGroup, groupEpisodes } from "../db/queries";
 import {
   environmentNames,
   isRegisteredEnvironment,
@@ -15,7 +15,7 @@ import {
 } from "../rollout/group-spec";
 import { errorMessage, openEpisode, turnBudget } from "../sdk";
 import { ApiError, invalidRequest } from "./errors";
-import { episodeView, landedGroupView, liveGroupView } from "./views";
+import { landedGroupView, liveGroupView } from "./views";
 
 const StartGroupBody = StartGroupRequestSchema.superRefine((request, ctx) => {
   if (!isRegisteredEnvironment(request.env)) {
@@ -108,16 +108,4 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
     const after = await landed();
     if (after) return c.json(after);
     throw notFound;
-  })
-  .get("/episodes/:id", async (c) => {
-    const id = c.req.param("id");
-    const found = await findEpisode(c.env.DB, id);
-    if (found === undefined) {
-      throw new ApiError(
-        404,
-        "not_found",
-        `no landed episode ${id} (episodes appear once their group lands)`,
-      );
-    }
-    return c.json(episodeView(found.episode, found.messages));
   });

@@ -4,6 +4,8 @@ import { envCheck } from "./env-check";
 import { envNew } from "./env-new";
 import { CliError } from "./project";
 import { sim } from "./sim";
+import { sql } from "./sql";
+import { ack, exportRun, pull, release } from "./trainer-commands";
 
 const program = new Command("edgeroll").description(
   "Multi-turn RL rollouts for LLMs on Cloudflare Workers",
@@ -49,6 +51,53 @@ program
   .option("--cut-rate <p>", "share of streams cut half-way", "0")
   .option("--reset-rate <p>", "share of connections dropped", "0")
   .action(sim);
+
+const DEFAULT_URL = process.env.EDGEROLL_URL ?? "http://127.0.0.1:8787";
+const withApi = (command: Command) =>
+  command
+    .option("--url <url>", "the edgeroll Worker (env EDGEROLL_URL)", DEFAULT_URL)
+    .option("--token <token>", "bearer token (env EDGEROLL_TOKEN)", process.env.EDGEROLL_TOKEN);
+
+withApi(program.command("pull"))
+  .description(
+    "lease one batch of scored groups and write it as JSON lines, as a trainer loop would",
+  )
+  .option("--max-groups <n>", "at most this many groups")
+  .option("--max-episodes <n>", "at most this many episodes (whole groups only)")
+  .option("--run <id>", "only this run")
+  .option("--env <name>", "only this environment")
+  .option("--lease-seconds <s>", "lease length (default 300)")
+  .option("--include <list>", "messages, per_turn, sft", "messages,per_turn")
+  .option("--ack", "ack the batch once it is written")
+  .option("--out <file.jsonl>", "append the groups here instead of printing them")
+  .action(pull);
+
+withApi(program.command("ack"))
+  .description("ack a leased batch")
+  .argument("<batch-id>")
+  .action(ack);
+withApi(program.command("release"))
+  .description("hand a leased batch back at once")
+  .argument("<batch-id>")
+  .action(release);
+
+withApi(program.command("export"))
+  .description("write a run's scored episodes (rl) or SFT rows from its successful episodes (sft)")
+  .requiredOption("--run <id>", "the run to export")
+  .option("--env <name>", "only this environment")
+  .option("--kind <rl|sft>", "scored episodes, or rejection-sampled SFT rows", "rl")
+  .option("--format <jsonl>", "output format", "jsonl")
+  .option("--out <file>", "write here instead of stdout")
+  .action(exportRun);
+
+program
+  .command("sql")
+  .description("run SQL on the episode logs (D1) and print a table; wraps wrangler d1 execute")
+  .argument("<query>", 'e.g. "SELECT * FROM run_summary"')
+  .option("--remote", "query the deployed database instead of the local one")
+  .option("--json", "print JSON instead of a table")
+  .option("--persist-to <dir>", "local state directory (wrangler's --persist-to)")
+  .action(sql);
 
 try {
   await program.parseAsync();

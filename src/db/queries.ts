@@ -1,5 +1,5 @@
 /** Reads of landed groups and episodes from D1. */
-import { asc, eq } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { episodes, groups, messages } from "./schema";
 
@@ -31,4 +31,51 @@ export async function findEpisode(
   ]);
   const episode = found[0];
   return episode ? { episode, messages: rows } : undefined;
+}
+
+export interface EpisodeFilter {
+  runId?: string | undefined;
+  env?: string | undefined;
+  status?: string | undefined;
+  success?: boolean | undefined;
+}
+
+/** A page of landed episodes in landing order, resuming after `cursor` (finished_at, id). */
+export async function listEpisodes(
+  db: D1Database,
+  filter: EpisodeFilter,
+  after: { finishedAt: string; id: string } | null,
+  limit: number,
+): Promise<{ episodes: EpisodeRecord[]; transcripts: Map<string, MessageRecord[]> }> {
+  const d1 = drizzle(db);
+  const conditions = [
+    filter.runId === undefined ? undefined : eq(episodes.runId, filter.runId),
+    filter.env === undefined ? undefined : eq(episodes.env, filter.env),
+    filter.status === undefined ? undefined : eq(episodes.status, filter.status),
+    filter.success === undefined ? undefined : eq(episodes.success, filter.success),
+    after === null
+      ? undefined
+      : sql`(${episodes.finishedAt}, ${episodes.id}) > (${after.finishedAt}, ${after.id})`,
+  ].filter((c) => c !== undefined);
+  const rows = await d1
+    .select()
+    .from(episodes)
+    .where(and(...conditions))
+    .orderBy(asc(episodes.finishedAt), asc(episodes.id))
+    .limit(limit)
+    .all();
+  const ids = JSON.stringify(rows.map((r) => r.id));
+  const messageRows =
+    rows.length === 0
+      ? []
+      : await d1
+          .select()
+          .from(messages)
+          .where(sql`${messages.episodeId} IN (SELECT value FROM json_each(${ids}))`)
+          .orderBy(asc(messages.episodeId), asc(messages.seq))
+          .all();
+  const transcripts = new Map<string, MessageRecord[]>();
+  for (const m of messageRows)
+    transcripts.set(m.episodeId, [...(transcripts.get(m.episodeId) ?? []), m]);
+  return { episodes: rows, transcripts };
 }

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { guessExample, startGroup, waitForGroup } from "./helpers";
+import { api, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
 
 async function rows(query: string) {
   return (await env.DB.prepare(query).all()).results as Record<string, unknown>[];
@@ -88,5 +88,42 @@ describe("SQL views over episode logs", () => {
     ]);
     const env_ = await rows("SELECT * FROM env_summary WHERE env = 'guess-number'");
     expect(env_[0]).toMatchObject({ runs: 1, groups: 2, episodes: 6 });
+  });
+});
+
+describe("GET /v1/episodes", () => {
+  it("pages through a run's landed episodes exactly once, resuming from its cursor", async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `run_id=views&limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+      const page = (await (await api(`/v1/episodes?${query}`)).json()) as Json;
+      expect(page.episodes.length).toBeLessThanOrEqual(3);
+      seen.push(...page.episodes.map((e: Json) => e.episode_id));
+      cursor = page.next_cursor;
+    } while (cursor !== null);
+    expect(seen).toHaveLength(8);
+    expect(new Set(seen).size).toBe(8);
+  });
+
+  it("filters by status and success, and carries transcripts", async () => {
+    const failed = (await (await api("/v1/episodes?run_id=views&status=failed")).json()) as Json;
+    expect(failed.episodes.map((e: Json) => e.failure_reason)).toEqual([
+      "inference_rejected",
+      "inference_rejected",
+    ]);
+    const wins = (await (
+      await api("/v1/episodes?run_id=views&success=true&include=sft")
+    ).json()) as Json;
+    expect(wins.episodes.length).toBeGreaterThan(0);
+    expect(
+      wins.episodes.every((e: Json) => e.success === true && e.sft.masking === "role_aware"),
+    ).toBe(true);
+    expect(wins.episodes[0].messages).toBeUndefined();
+  });
+
+  it("refuses a forged cursor", async () => {
+    const response = await api("/v1/episodes?cursor=bm9wZQ");
+    expect(response.status).toBe(400);
   });
 });

@@ -1,0 +1,105 @@
+"""A trainer-side client for edgeroll, using only the Python standard library.
+
+    client = EdgerollClient("http://127.0.0.1:8787")
+    with client.leased(max_groups=8, run_id="my-run") as batch:
+        for group in batch.groups:
+            ...  # compute the loss
+    # leaving the block acks the batch; an exception releases it instead
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+
+class EdgerollError(Exception):
+    """An answer with edgeroll's error shape: {"error": {"code", "message"}}."""
+
+    def __init__(self, method: str, url: str, status: int, code: str, message: str):
+        super().__init__(f"{method} {url} -> {status} {code}: {message}")
+        self.status = status
+        self.code = code
+
+
+@dataclass
+class Batch:
+    batch_id: str | None
+    lease_expires_at: str | None
+    groups: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def episodes(self) -> list[dict[str, Any]]:
+        return [episode for group in self.groups for episode in group["episodes"]]
+
+
+class EdgerollClient:
+    def __init__(self, base_url: str, token: str | None = None, timeout: float = 60.0):
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+        url = self.base_url + path
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method)
+        request.add_header("content-type", "application/json")
+        if self.token:
+            request.add_header("authorization", f"Bearer {self.token}")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            try:
+                detail = json.loads(error.read())["error"]
+            except Exception:  # not our error shape
+                detail = {"code": "http_error", "message": str(error)}
+            raise EdgerollError(method, url, error.code, detail["code"], detail["message"]) from None
+
+    def start_group(self, request: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        headers = {"idempotency-key": idempotency_key} if idempotency_key else None
+        return self._request("POST", "/v1/groups", request, headers)
+
+    def get_group(self, group_id: str) -> dict[str, Any]:
+        return self._request("GET", f"/v1/groups/{group_id}")
+
+    def wait_for_group(self, group_id: str, timeout: float = 600.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            group = self.get_group(group_id)
+            if group["status"] in ("landed", "failed"):
+                return group
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"group {group_id} is still {group['status']}")
+            time.sleep(0.5)
+
+    def lease(self, **request: Any) -> Batch:
+        """Leases whole scored groups; see the README's batch format. An empty batch is normal."""
+        answer = self._request("POST", "/v1/batches/lease", request)
+        return Batch(answer["batch_id"], answer["lease_expires_at"], answer["groups"])
+
+    def ack(self, batch_id: str) -> dict[str, Any]:
+        return self._request("POST", f"/v1/batches/{batch_id}/ack", {})
+
+    def release(self, batch_id: str) -> dict[str, Any]:
+        return self._request("POST", f"/v1/batches/{batch_id}/release", {})
+
+    @contextmanager
+    def leased(self, **request: Any) -> Iterator[Batch]:
+        """Acks the batch when the block finishes; releases it at once if the block raises."""
+        batch = self.lease(**request)
+        try:
+            yield batch
+        except BaseException:
+            if batch.batch_id:
+                self.release(batch.batch_id)
+            raise
+        if batch.batch_id:
+            self.ack(batch.batch_id)

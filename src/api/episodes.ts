@@ -1,0 +1,78 @@
+/** Routes for landed episodes: one by id, or pages of them for export and analysis. */
+import { zValidator } from "@hono/zod-validator";
+import { Hono } from "hono";
+import { z } from "zod";
+import { findEpisode, listEpisodes } from "../db/queries";
+import { episodeForTrainer } from "../trainer/batch-format";
+import { INCLUDE } from "../trainer/lease-request";
+import { ApiError, invalidRequest } from "./errors";
+import { episodeView } from "./views";
+
+const ListQuerySchema = z.strictObject({
+  run_id: z.string().min(1).optional(),
+  env: z.string().min(1).optional(),
+  status: z.enum(["completed", "truncated", "failed"]).optional(),
+  success: z.stringbool().optional(),
+  cursor: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  include: z
+    .string()
+    .default("messages,per_turn")
+    .transform((s) => s.split(",").filter(Boolean))
+    .pipe(z.array(z.enum(INCLUDE))),
+});
+
+/** Cursors are opaque to clients: the last row's (finished_at, id), base64-encoded. */
+function decodeCursor(cursor: string | undefined): { finishedAt: string; id: string } | null {
+  if (cursor === undefined) return null;
+  try {
+    const [finishedAt, id] = JSON.parse(atob(cursor)) as [string, string];
+    if (typeof finishedAt === "string" && typeof id === "string") return { finishedAt, id };
+  } catch {
+    // fall through
+  }
+  throw new ApiError(400, "invalid_request", "cursor: not a cursor this API returned");
+}
+
+export const episodeRoutes = new Hono<{ Bindings: Env }>()
+  .get(
+    "/episodes",
+    zValidator("query", ListQuerySchema, (result) => {
+      if (!result.success) throw invalidRequest(result.error);
+    }),
+    async (c) => {
+      const query = c.req.valid("query");
+      const page = await listEpisodes(
+        c.env.DB,
+        { runId: query.run_id, env: query.env, status: query.status, success: query.success },
+        decodeCursor(query.cursor),
+        query.limit,
+      );
+      const last = page.episodes.at(-1);
+      return c.json({
+        episodes: page.episodes.map((e) => ({
+          group_id: e.groupId,
+          run_id: e.runId,
+          env: e.env,
+          example_id: e.exampleId,
+          ...episodeForTrainer(e, page.transcripts.get(e.id) ?? [], query.include),
+        })),
+        next_cursor:
+          last && page.episodes.length === query.limit
+            ? btoa(JSON.stringify([last.finishedAt, last.id]))
+            : null,
+      });
+    },
+  )
+  .get("/episodes/:id", async (c) => {
+    const id = c.req.param("id");
+    const found = await findEpisode(c.env.DB, id);
+    if (found === undefined) {
+      throw new ApiError(
+        404,
+        "not_found",
+        `no landed episode ${id} (episodes appear once their group lands)`,
+      );
+    }
+    return c.json(episodeView(found.episode, found.messages));
+  });

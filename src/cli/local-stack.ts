@@ -1,0 +1,215 @@
+/**
+ * The whole of edgeroll on one machine: D1 migrations applied, the inference simulator, and the
+ * Worker under `wrangler dev` (workerd with its Durable Objects and D1), stopped together.
+ * Used by `npm run demo`, the end-to-end tests and the crash tests.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { type Simulator, type SimulatorOptions, startSimulator } from "../sim/server";
+import { CliError, PROJECT_ROOT } from "./project";
+
+export interface LocalStackOptions {
+  /** Where D1 and the Durable Objects keep their state (wrangler's --persist-to). */
+  persistTo: string;
+  apiPort?: number;
+  /** Options for the simulator; ignored when `inferenceUrl` points at a real host. */
+  sim?: SimulatorOptions;
+  inferenceUrl?: string;
+  /** Extra Worker vars, e.g. { MAX_INFLIGHT_GENERATIONS: "512" }. */
+  vars?: Record<string, string>;
+  /** Receives wrangler's output lines (default: dropped). */
+  log?: (line: string) => void;
+}
+
+export interface LocalStack {
+  apiUrl: string;
+  inferenceUrl: string;
+  simulator: Simulator | null;
+  /** The workerd process tree's leader, for the crash tests. */
+  wrangler: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** wrangler needs Node >= 22.12; the project installs it as a dev dependency. */
+export function projectNode(): string {
+  const installed = join(PROJECT_ROOT, "node_modules", "node", "bin", "node");
+  return existsSync(installed) ? installed : process.execPath;
+}
+
+export function wranglerCommand(...args: string[]): [string, string[]] {
+  return [
+    projectNode(),
+    [join(PROJECT_ROOT, "node_modules", "wrangler", "bin", "wrangler.js"), ...args],
+  ];
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** Applies the D1 migrations to the local database under `persistTo`. */
+export function applyMigrations(persistTo: string): void {
+  const [command, args] = wranglerCommand(
+    "d1",
+    "migrations",
+    "apply",
+    "edgeroll",
+    "--local",
+    "--persist-to",
+    persistTo,
+  );
+  // CI=1: never stop to ask for confirmation.
+  const result = spawnSync(command, args, {
+    cwd: PROJECT_ROOT,
+    encoding: "utf8",
+    env: { ...process.env, CI: "1" },
+  });
+  if (result.status !== 0)
+    throw new CliError(`applying D1 migrations failed:\n${result.stdout}\n${result.stderr}`);
+}
+
+async function waitForHealth(
+  url: string,
+  process_: ChildProcess,
+  output: string[],
+  timeoutMs: number,
+): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (process_.exitCode !== null) {
+      throw new CliError(
+        `wrangler dev exited with ${process_.exitCode}:\n${output.slice(-30).join("\n")}`,
+      );
+    }
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new CliError(
+    `wrangler dev did not answer ${url}/healthz within ${timeoutMs / 1000} s:\n${output.slice(-30).join("\n")}`,
+  );
+}
+
+/** Starts `wrangler dev` on existing state; the crash tests restart it this way. */
+export async function startWorker(options: {
+  persistTo: string;
+  port: number;
+  inferenceUrl: string;
+  vars?: Record<string, string>;
+  log?: (line: string) => void;
+}): Promise<ChildProcess> {
+  const vars = Object.entries({
+    INFERENCE_BASE_URL: options.inferenceUrl,
+    ...options.vars,
+  }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const [command, args] = wranglerCommand(
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(options.port),
+    "--inspector-port",
+    String(await freePort()),
+    "--persist-to",
+    options.persistTo,
+    "--show-interactive-dev-session=false",
+    ...vars,
+  );
+  const child = spawn(command, args, {
+    cwd: PROJECT_ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.setEncoding("utf8");
+    stream?.on("data", (chunk: string) => {
+      for (const line of chunk.split("\n")) {
+        if (line.trim() === "") continue;
+        output.push(line);
+        if (output.length > 200) output.shift();
+        options.log?.(line);
+      }
+    });
+  }
+  try {
+    await waitForHealth(`http://127.0.0.1:${options.port}`, child, output, 90_000);
+  } catch (error) {
+    await stopProcessGroup(child);
+    throw error;
+  }
+  return child;
+}
+
+/** Ends a process and everything it started (wrangler runs workerd as a child). */
+export async function stopProcessGroup(
+  child: ChildProcess,
+  signal: NodeJS.Signals = "SIGTERM",
+): Promise<void> {
+  if (child.exitCode !== null || child.pid === undefined) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }, 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  applyMigrations(options.persistTo);
+  const simulator = options.inferenceUrl ? null : await startSimulator({ port: 0, ...options.sim });
+  const inferenceUrl = options.inferenceUrl ?? (simulator as Simulator).url;
+  const port = options.apiPort ?? (await freePort());
+  let wrangler: ChildProcess;
+  try {
+    wrangler = await startWorker({
+      persistTo: options.persistTo,
+      port,
+      inferenceUrl,
+      ...(options.vars ? { vars: options.vars } : {}),
+      ...(options.log ? { log: options.log } : {}),
+    });
+  } catch (error) {
+    await simulator?.close();
+    throw error;
+  }
+  return {
+    apiUrl: `http://127.0.0.1:${port}`,
+    inferenceUrl,
+    simulator,
+    wrangler,
+    async stop() {
+      await stopProcessGroup(wrangler);
+      await simulator?.close();
+    },
+  };
+}

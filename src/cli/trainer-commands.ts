@@ -1,0 +1,150 @@
+/** `edgeroll pull | ack | release | export`: what a trainer's shell loop does, over the HTTP API. */
+import { appendFileSync, writeFileSync } from "node:fs";
+import { EdgerollClient } from "../client/edgeroll-client";
+import { CliError } from "./project";
+
+export interface ApiFlags {
+  url: string;
+  token?: string;
+}
+
+export function client(flags: ApiFlags): EdgerollClient {
+  return new EdgerollClient({ baseUrl: flags.url, ...(flags.token ? { token: flags.token } : {}) });
+}
+
+function positiveInt(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`--${flag} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+export interface PullFlags extends ApiFlags {
+  maxGroups?: string;
+  maxEpisodes?: string;
+  run?: string;
+  env?: string;
+  leaseSeconds?: string;
+  include: string;
+  ack?: boolean;
+  out?: string;
+}
+
+/** Leases one batch and writes its groups as JSON lines (appended to --out, or to stdout). */
+export async function pull(flags: PullFlags): Promise<void> {
+  const maxGroups = positiveInt("max-groups", flags.maxGroups);
+  const maxEpisodes = positiveInt("max-episodes", flags.maxEpisodes);
+  const leaseSeconds = positiveInt("lease-seconds", flags.leaseSeconds);
+  if (maxGroups === undefined && maxEpisodes === undefined)
+    throw new CliError("give --max-groups, --max-episodes, or both");
+  const api = client(flags);
+  const batch = await api.lease({
+    ...(maxGroups === undefined ? {} : { max_groups: maxGroups }),
+    ...(maxEpisodes === undefined ? {} : { max_episodes: maxEpisodes }),
+    ...(flags.run ? { run_id: flags.run } : {}),
+    ...(flags.env ? { env: flags.env } : {}),
+    ...(leaseSeconds === undefined ? {} : { lease_seconds: leaseSeconds }),
+    include: flags.include.split(",").filter(Boolean) as ("messages" | "per_turn" | "sft")[],
+  });
+  if (batch.batch_id === null) {
+    console.error("nothing to lease: no scored groups are available");
+    return;
+  }
+  const lines = batch.groups.map((g) => `${JSON.stringify(g)}\n`).join("");
+  if (flags.out) appendFileSync(flags.out, lines);
+  else process.stdout.write(lines);
+  const episodes = batch.groups.flatMap((g) => g.episodes);
+  const rewards = episodes.flatMap((e) => (e.reward === null ? [] : [e.reward]));
+  const mean =
+    rewards.length > 0 ? (rewards.reduce((a, b) => a + b, 0) / rewards.length).toFixed(3) : "n/a";
+  console.error(
+    `leased ${batch.batch_id}: ${batch.groups.length} groups, ${episodes.length} episodes, mean reward ${mean}` +
+      (flags.out ? `, appended to ${flags.out}` : ""),
+  );
+  if (flags.ack) {
+    const acked = await api.ack(batch.batch_id);
+    console.error(
+      `acked ${acked.acked_groups} groups${acked.lost_groups ? ` (${acked.lost_groups} lost to an expired lease)` : ""}`,
+    );
+  } else {
+    console.error(
+      `not acked: run \`edgeroll ack ${batch.batch_id}\` before ${batch.lease_expires_at}, or the groups return`,
+    );
+  }
+}
+
+export async function ack(batchId: string, flags: ApiFlags): Promise<void> {
+  const result = await client(flags).ack(batchId);
+  console.log(
+    result.already_acked
+      ? `${batchId} was already acked`
+      : `acked ${result.acked_groups} groups${result.lost_groups ? `; ${result.lost_groups} had gone to another lease` : ""}`,
+  );
+}
+
+export async function release(batchId: string, flags: ApiFlags): Promise<void> {
+  const result = await client(flags).release(batchId);
+  console.log(
+    result.already_released
+      ? `${batchId} was already released`
+      : `released ${result.released_groups} groups`,
+  );
+}
+
+export interface ExportFlags extends ApiFlags {
+  run: string;
+  env?: string;
+  kind: string;
+  format: string;
+  out?: string;
+}
+
+/**
+ * Writes a run's scored episodes (`--kind rl`), or SFT rows from its successful episodes
+ * (`--kind sft`: rejection sampling), as JSON lines.
+ */
+export async function exportRun(flags: ExportFlags): Promise<void> {
+  if (flags.format !== "jsonl")
+    throw new CliError(`--format ${flags.format} is not supported; use jsonl`);
+  if (flags.kind !== "rl" && flags.kind !== "sft")
+    throw new CliError(`--kind must be rl or sft, got "${flags.kind}"`);
+  const api = client(flags);
+  const write = (text: string) =>
+    flags.out ? appendFileSync(flags.out, text) : process.stdout.write(text);
+  if (flags.out) writeFileSync(flags.out, "");
+  let cursor: string | undefined;
+  let rows = 0;
+  do {
+    const page = await api.listEpisodes({
+      run_id: flags.run,
+      ...(flags.env ? { env: flags.env } : {}),
+      ...(flags.kind === "sft"
+        ? { success: true, include: ["sft"] }
+        : { include: ["messages", "per_turn"] }),
+      limit: 200,
+      ...(cursor ? { cursor } : {}),
+    });
+    const lines = page.episodes.flatMap((e) => {
+      if (flags.kind === "rl") return [JSON.stringify(e)];
+      const sft = (e as { sft?: Record<string, unknown> | null }).sft;
+      return sft
+        ? [
+            JSON.stringify({
+              episode_id: e.episode_id,
+              example_id: e.example_id,
+              env: e.env,
+              reward: e.reward,
+              ...sft,
+            }),
+          ]
+        : [];
+    });
+    if (lines.length > 0) write(`${lines.join("\n")}\n`);
+    rows += lines.length;
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  console.error(
+    `exported ${rows} ${flags.kind === "rl" ? "episodes" : "SFT rows"} of run ${flags.run}${flags.out ? ` to ${flags.out}` : ""}`,
+  );
+}

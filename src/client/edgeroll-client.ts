@@ -1,0 +1,209 @@
+/**
+ * A typed client for the edgeroll HTTP API: what trainers, the CLI and the tests use. Runs
+ * anywhere `fetch` does (Node >= 18, browsers, Workers).
+ */
+import type { z } from "zod";
+import type { episodeView, landedGroupView, liveGroupView } from "../api/views";
+import type { StartGroupRequestSchema } from "../rollout/group-spec";
+import type { episodeForTrainer, groupForTrainer } from "../trainer/batch-format";
+import type { LeaseRequestSchema } from "../trainer/lease-request";
+
+export type StartGroupInput = z.input<typeof StartGroupRequestSchema>;
+export type LeaseInput = z.input<typeof LeaseRequestSchema>;
+export type GroupView = ReturnType<typeof landedGroupView> | ReturnType<typeof liveGroupView>;
+export type EpisodeView = ReturnType<typeof episodeView>;
+export type TrainerGroup = ReturnType<typeof groupForTrainer>;
+export type TrainerEpisode = ReturnType<typeof episodeForTrainer>;
+
+export interface StartedGroup {
+  group_id: string;
+  status_url: string;
+  /** False when an Idempotency-Key matched a group started earlier. */
+  created: boolean;
+}
+
+export interface Batch {
+  /** Null when nothing was available: an empty batch is not an error. */
+  batch_id: string | null;
+  lease_expires_at: string | null;
+  groups: TrainerGroup[];
+}
+
+export interface AckResult {
+  batch_id: string;
+  acked_groups: number;
+  lost_groups: number;
+  already_acked: boolean;
+}
+
+export interface ReleaseResult {
+  batch_id: string;
+  released_groups: number;
+  lost_groups: number;
+  already_released: boolean;
+}
+
+export interface EpisodePage {
+  episodes: (TrainerEpisode & {
+    group_id: string;
+    run_id: string;
+    env: string;
+    example_id: string;
+  })[];
+  next_cursor: string | null;
+}
+
+/** An answer with the API's error shape; carries the method, URL and the stable `code`. */
+export class EdgerollError extends Error {
+  override name = "EdgerollError";
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(`${method} ${url} -> ${status} ${code}: ${message}`);
+  }
+}
+
+export interface ClientOptions {
+  /** Where the Worker answers, e.g. http://127.0.0.1:8787 or https://edgeroll.example.workers.dev */
+  baseUrl: string;
+  /** Bearer token, when the deployment requires one. */
+  token?: string;
+  fetch?: typeof fetch;
+  /** Tries for requests that are safe to repeat (GETs, keyed starts); default 3. */
+  attempts?: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class EdgerollClient {
+  private readonly baseUrl: string;
+  private readonly fetch: typeof fetch;
+  private readonly attempts: number;
+
+  constructor(private readonly options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.attempts = options.attempts ?? 3;
+  }
+
+  private async request<T>(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    repeatable = method === "GET",
+  ): Promise<T> {
+    const url = `${this.baseUrl}${path}`;
+    const init: RequestInit = {
+      method,
+      headers: {
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    };
+    for (let attempt = 1; ; attempt++) {
+      let response: Response;
+      try {
+        response = await this.fetch(url, init);
+      } catch (error) {
+        if (!repeatable || attempt >= this.attempts)
+          throw new Error(`${method} ${url}: ${String(error)}`, { cause: error });
+        await sleep(200 * 2 ** attempt);
+        continue;
+      }
+      if (response.status >= 500 && repeatable && attempt < this.attempts) {
+        await sleep(200 * 2 ** attempt);
+        continue;
+      }
+      const json = (await response.json().catch(() => null)) as {
+        error?: { code: string; message: string; details?: unknown };
+      } | null;
+      if (!response.ok) {
+        const error = json?.error;
+        throw new EdgerollError(
+          method,
+          url,
+          response.status,
+          error?.code ?? "http_error",
+          error?.message ?? response.statusText,
+          error?.details,
+        );
+      }
+      return json as T;
+    }
+  }
+
+  /** Starts a group. With an idempotency key the call is safe to retry, and is retried. */
+  startGroup(
+    request: StartGroupInput,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<StartedGroup> {
+    const key = options.idempotencyKey;
+    return this.request(
+      "POST",
+      "/v1/groups",
+      request,
+      key ? { "idempotency-key": key } : {},
+      key !== undefined,
+    );
+  }
+
+  getGroup(groupId: string): Promise<GroupView> {
+    return this.request("GET", `/v1/groups/${encodeURIComponent(groupId)}`);
+  }
+
+  /** Polls until the group has landed or failed. */
+  async waitForGroup(
+    groupId: string,
+    options: { timeoutMs?: number; intervalMs?: number } = {},
+  ): Promise<GroupView> {
+    const until = Date.now() + (options.timeoutMs ?? 600_000);
+    for (;;) {
+      const group = await this.getGroup(groupId);
+      if (group.status === "landed" || group.status === "failed") return group;
+      if (Date.now() > until) throw new Error(`group ${groupId} is still ${group.status}`);
+      await sleep(options.intervalMs ?? 500);
+    }
+  }
+
+  getEpisode(episodeId: string): Promise<EpisodeView> {
+    return this.request("GET", `/v1/episodes/${encodeURIComponent(episodeId)}`);
+  }
+
+  listEpisodes(filter: {
+    run_id?: string;
+    env?: string;
+    status?: string;
+    success?: boolean;
+    include?: string[];
+    limit?: number;
+    cursor?: string;
+  }): Promise<EpisodePage> {
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(filter)) {
+      if (value !== undefined)
+        query.set(key, Array.isArray(value) ? value.join(",") : String(value));
+    }
+    return this.request("GET", `/v1/episodes?${query}`);
+  }
+
+  lease(request: LeaseInput): Promise<Batch> {
+    return this.request("POST", "/v1/batches/lease", request);
+  }
+
+  /** Acks are idempotent, so they are retried. */
+  ack(batchId: string): Promise<AckResult> {
+    return this.request("POST", `/v1/batches/${encodeURIComponent(batchId)}/ack`, {}, {}, true);
+  }
+
+  release(batchId: string): Promise<ReleaseResult> {
+    return this.request("POST", `/v1/batches/${encodeURIComponent(batchId)}/release`, {}, {}, true);
+  }
+}

@@ -1,0 +1,185 @@
+// End to end, as a user runs it: the simulator and the Worker under `wrangler dev` (real
+// workerd, Durable Objects and D1 on disk), driven by the TypeScript client, the CLI and the
+// stdlib Python trainer example.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LocalStack, startLocalStack } from "../../src/cli/local-stack";
+import { EdgerollClient } from "../../src/client/edgeroll-client";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+let stack: LocalStack;
+let state: string;
+let api: EdgerollClient;
+
+function edgeroll(...args: string[]) {
+  return spawnSync(process.execPath, [join(ROOT, "bin/edgeroll.mjs"), ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1" },
+    timeout: 120_000,
+  });
+}
+
+async function landRun(
+  run: string,
+  count: number,
+  env: "guess-number" | "exact-answer" = "guess-number",
+) {
+  const started = await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      api.startGroup({
+        env,
+        example:
+          env === "guess-number"
+            ? { id: `${run}-${i}`, input: "Find the number.", metadata: { secret: 10 + i * 17 } }
+            : { id: `${run}-${i}`, input: `What is ${i} * 7?`, output: String(i * 7) },
+        group_size: 4,
+        run_id: run,
+        sampling: { model: "sim", temperature: 1, seed: 100 + i },
+      }),
+    ),
+  );
+  return Promise.all(
+    started.map((s) => api.waitForGroup(s.group_id, { timeoutMs: 60_000, intervalMs: 100 })),
+  );
+}
+
+beforeAll(async () => {
+  state = mkdtempSync(join(tmpdir(), "edgeroll-e2e-"));
+  stack = await startLocalStack({ persistTo: state });
+  api = new EdgerollClient({ baseUrl: stack.apiUrl });
+}, 180_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  rmSync(state, { recursive: true, force: true });
+});
+
+describe("against wrangler dev", () => {
+  it("the TypeScript client starts groups that land, and reads them back", async () => {
+    const groups = await landRun("ts-client", 2);
+    expect(groups.map((g) => g.status)).toEqual(["landed", "landed"]);
+    const episode = await api.getEpisode(groups[0]?.episodes[0]?.episode_id ?? "");
+    expect(episode.messages.filter((m) => m.sampled)).toHaveLength(episode.turns);
+  }, 90_000);
+
+  it("`edgeroll pull --ack` writes a batch as JSON lines and acks it", async () => {
+    await landRun("pull", 3);
+    const out = join(state, "pulled.jsonl");
+    const result = edgeroll(
+      "pull",
+      "--url",
+      stack.apiUrl,
+      "--run",
+      "pull",
+      "--max-groups",
+      "2",
+      "--ack",
+      "--out",
+      out,
+    );
+    expect(result.stderr).toMatch(
+      /leased b_\w+: 2 groups, 8 episodes, mean reward [\d.]+, appended to/,
+    );
+    expect(result.stderr).toMatch(/acked 2 groups/);
+    expect(result.status).toBe(0);
+    const lines = readFileSync(out, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(2);
+    expect(lines[0].episodes[0].messages.some((m: { sampled: boolean }) => m.sampled)).toBe(true);
+  }, 90_000);
+
+  it("`edgeroll sql` prints a table of the episode logs, or JSON", async () => {
+    const table = edgeroll(
+      "sql",
+      "SELECT accounting, COUNT(*) AS n FROM group_accounting WHERE run_id = 'pull' GROUP BY accounting ORDER BY accounting",
+      "--persist-to",
+      state,
+    );
+    expect(table.stderr).toBe("");
+    expect(table.stdout).toMatch(/accounting.*n/);
+    expect(table.stdout).toMatch(/acked\s*│\s*2/);
+    const json = edgeroll(
+      "sql",
+      "SELECT COUNT(*) AS n FROM episodes WHERE run_id = 'pull'",
+      "--json",
+      "--persist-to",
+      state,
+    );
+    expect(JSON.parse(json.stdout)).toEqual([{ n: 12 }]);
+    const bad = edgeroll("sql", "SELECT nope FROM nowhere", "--persist-to", state);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/no such table: nowhere/);
+  }, 60_000);
+
+  it("`edgeroll export` writes scored episodes, or SFT rows from the successful ones", async () => {
+    await landRun("export", 3, "exact-answer");
+    const rl = join(state, "rl.jsonl");
+    expect(
+      edgeroll("export", "--url", stack.apiUrl, "--run", "export", "--kind", "rl", "--out", rl)
+        .status,
+    ).toBe(0);
+    const episodes = readFileSync(rl, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(episodes).toHaveLength(12);
+    const sft = join(state, "sft.jsonl");
+    const result = edgeroll(
+      "export",
+      "--url",
+      stack.apiUrl,
+      "--run",
+      "export",
+      "--kind",
+      "sft",
+      "--out",
+      sft,
+    );
+    expect(result.status).toBe(0);
+    const rows = existsSync(sft)
+      ? readFileSync(sft, "utf8")
+          .trim()
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+      : [];
+    expect(rows.length).toBe(episodes.filter((e) => e.success).length);
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) {
+      expect(row.masking).toBe("role_aware");
+      expect(row.text).toContain("<|im_start|>assistant\n");
+      expect(row.mask).toEqual([false, true]);
+    }
+  }, 90_000);
+
+  it("the stdlib Python trainer leases, trains on and acks batches", async () => {
+    await landRun("python", 4);
+    const result = spawnSync(
+      "python3",
+      [
+        "examples/python/train_grpo.py",
+        "--url",
+        stack.apiUrl,
+        "--run",
+        "python",
+        "--steps",
+        "2",
+        "--max-groups",
+        "2",
+      ],
+      { cwd: ROOT, encoding: "utf8", timeout: 60_000 },
+    );
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
+    const trained = result.stdout.match(/trained on group (g_\w+)/g) ?? [];
+    expect(trained.length).toBeGreaterThan(0);
+    expect(result.stdout).toMatch(/step 0: batch b_\w+ acked/);
+    console.log(result.stdout);
+  }, 90_000);
+});
