@@ -38,7 +38,12 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: [...portable, "test/cli/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          include: [
+            ...portable,
+            "test/sim/**/*.test.ts",
+            "test/cli/**/*.test.ts",
+            "test/e2e/**/*.test.ts",
+          ],
           testTimeout: 60_000,
         },
       },
