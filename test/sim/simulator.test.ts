@@ -69,7 +69,7 @@ describe("the inference simulator", () => {
 
   it("lists its model", async () => {
     const models = (await (await fetch(`${sim.url}/models`)).json()) as { data: { id: string }[] };
-    expect(models.data[0].id).toBe("edgeroll-sim");
+    expect(models.data[0]?.id).toBe("edgeroll-sim");
   });
 
   it("honours max_tokens and max_completion_tokens with finish_reason length", async () => {
