@@ -43,6 +43,7 @@ export default defineConfig({
             "test/sim/**/*.test.ts",
             "test/cli/**/*.test.ts",
             "test/e2e/**/*.test.ts",
+            "test/browser/**/*.test.ts",
           ],
           testTimeout: 60_000,
         },

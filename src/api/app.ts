@@ -1,6 +1,7 @@
 /** The route table: every route, the body limit, `notFound` and `onError` on one page. */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { dashboardRoutes } from "../dashboard/routes";
 import { environmentNames } from "../environments/registry";
 import { batchRoutes } from "./batches";
 import { episodeRoutes } from "./episodes";
@@ -24,5 +25,6 @@ export const app = new Hono<{ Bindings: Env }>()
   .route("/v1", groupRoutes)
   .route("/v1", episodeRoutes)
   .route("/v1", batchRoutes)
+  .route("/", dashboardRoutes)
   .notFound((c) => c.json(errorBody("not_found", `no route ${c.req.method} ${c.req.path}`), 404))
   .onError(renderError);

@@ -1,8 +1,10 @@
 /** `edgeroll` command line: one subcommand per job, each in its own module. */
 import { Command } from "commander";
+import { demo, dev } from "./demo";
 import { envCheck } from "./env-check";
 import { envNew } from "./env-new";
 import { CliError } from "./project";
+import { run } from "./run";
 import { sim } from "./sim";
 import { sql } from "./sql";
 import { ack, exportRun, pull, release } from "./trainer-commands";
@@ -57,6 +59,42 @@ const withApi = (command: Command) =>
   command
     .option("--url <url>", "the edgeroll Worker (env EDGEROLL_URL)", DEFAULT_URL)
     .option("--token <token>", "bearer token (env EDGEROLL_TOKEN)", process.env.EDGEROLL_TOKEN);
+
+program
+  .command("demo")
+  .description("run the whole pipeline locally: simulator, wrangler dev, a job, a batch, SQL")
+  .option("--port <n>", "port for the Worker", "8787")
+  .option("--sim-port <n>", "port for the simulator", "8000")
+  .option("--persist-to <dir>", "local state directory", ".wrangler/state")
+  .option("--groups <n>", "guess-number groups (spread over four policy versions)", "16")
+  .option("--keep", "keep serving the dashboard until Ctrl-C")
+  .action(demo);
+
+program
+  .command("dev")
+  .description("serve the API and dashboard on the local state, with the simulator (Ctrl-C stops)")
+  .option("--port <n>", "port for the Worker", "8787")
+  .option("--sim-port <n>", "port for the simulator", "8000")
+  .option("--persist-to <dir>", "local state directory", ".wrangler/state")
+  .option("--inference-url <url>", "use this OpenAI-compatible host instead of the simulator")
+  .action(dev);
+
+withApi(program.command("run"))
+  .description("start one rollout group per dataset example, with progress; rerunning resumes")
+  .requiredOption("--env <name>", "registered environment")
+  .requiredOption("--dataset <file.jsonl>", "task examples, one per line")
+  .requiredOption("--group-size <n>", "episodes per group")
+  .option("--concurrency <n>", "groups in flight at once", "8")
+  .option("--run <id>", "run id (default: <env>-<dataset name>)")
+  .option("--model <name>", "model name on the inference host", "sim")
+  .option("--temperature <t>", "sampling temperature", "1")
+  .option("--max-completion-tokens <n>", "per action")
+  .option("--max-context-tokens <n>", "per episode")
+  .option("--seed <n>", "reproducible sampling")
+  .option("--policy-version <n>", "the policy generating the episodes", "0")
+  .option("--credit-assignment <kind>", "per_episode or per_turn", "per_episode")
+  .option("--limit <n>", "only the first n examples")
+  .action(run);
 
 withApi(program.command("pull"))
   .description(

@@ -2,6 +2,7 @@
 import { spawnSync } from "node:child_process";
 import Table from "cli-table3";
 import { wranglerCommand } from "./local-stack";
+import { COMPACT } from "./progress";
 import { CliError, PROJECT_ROOT } from "./project";
 
 export interface SqlFlags {
@@ -15,7 +16,7 @@ type Row = Record<string, unknown>;
 export function renderTable(rows: readonly Row[]): string {
   if (rows.length === 0) return "(no rows)";
   const head = Object.keys(rows[0] as Row);
-  const table = new Table({ head, style: { head: [], border: [] } });
+  const table = new Table({ head, style: { head: [], border: [] }, chars: COMPACT });
   for (const row of rows) {
     table.push(
       head.map((k) => {

@@ -1,0 +1,62 @@
+/** A live progress bar for jobs, and the summary table printed when they end. */
+import { SingleBar } from "cli-progress";
+import Table from "cli-table3";
+import { type JobProgress, meanReward } from "./run-job";
+
+function payload(progress: JobProgress) {
+  const seconds = Math.max((Date.now() - progress.startedAt) / 1000, 0.001);
+  const reward = meanReward(progress);
+  return {
+    eps: (progress.episodes / seconds).toFixed(1),
+    reward: reward === null ? "  -  " : reward.toFixed(3),
+    failures: progress.failedEpisodes,
+  };
+}
+
+export class JobProgressBar {
+  private readonly bar: SingleBar;
+
+  constructor(label: string, total: number) {
+    this.bar = new SingleBar({
+      format: `${label} {bar} {value}/{total} groups | {eps} episodes/s | mean reward {reward} | failures {failures} | {duration_formatted}`,
+      barCompleteChar: "█",
+      barIncompleteChar: "░",
+      hideCursor: true,
+      // Without a terminal (CI, pipes) it still reports, every two seconds.
+      noTTYOutput: true,
+      notTTYSchedule: 2000,
+    });
+    this.bar.start(total, 0, { eps: "0.0", reward: "  -  ", failures: 0 });
+  }
+
+  update(progress: JobProgress): void {
+    this.bar.update(progress.done, payload(progress));
+  }
+
+  stop(): void {
+    this.bar.stop();
+  }
+}
+
+/** No rule between rows: tables read like lists. */
+export const COMPACT = { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" };
+
+export function summaryTable(title: string, progress: JobProgress): string {
+  const seconds = (Date.now() - progress.startedAt) / 1000;
+  const reward = meanReward(progress);
+  const table = new Table({ head: [title, ""], style: { head: [], border: [] }, chars: COMPACT });
+  table.push(
+    [
+      "groups",
+      `${progress.done} (${progress.done - progress.failedGroups} landed, ${progress.failedGroups} failed${progress.resumed ? `, ${progress.resumed} from an earlier run` : ""})`,
+    ],
+    ["episodes", `${progress.episodes} (${progress.failedEpisodes} failed)`],
+    ["mean reward", reward === null ? "-" : reward.toFixed(3)],
+    ["episodes/s", (progress.episodes / Math.max(seconds, 0.001)).toFixed(1)],
+    ["elapsed", `${seconds.toFixed(1)} s`],
+  );
+  for (const [reason, count] of Object.entries(progress.failures).sort((a, b) => b[1] - a[1])) {
+    table.push([`failed: ${reason}`, String(count)]);
+  }
+  return table.toString();
+}

@@ -1,0 +1,122 @@
+/** The transcript viewer: an episode turn by turn, with credit and generation stats per turn. */
+import type { episodeView } from "../api/views";
+import { fmt, Layout, Pill } from "./layout";
+
+type Episode = ReturnType<typeof episodeView>;
+type Message = Episode["messages"][number];
+
+const TOOL_CALL = /<tool_call>([\s\S]*?)<\/tool_call>/g;
+
+function kind(m: Message): string {
+  if (m.sampled) return "sampled";
+  if (m.turn === null) return m.role === "system" ? "system" : "prompt";
+  return "env";
+}
+
+function TurnCredit(props: { episode: Episode; turn: number }) {
+  const { episode, turn } = props;
+  const reward = episode.per_turn_rewards?.[turn];
+  const advantage = episode.per_turn_advantages?.[turn] ?? episode.advantage;
+  return (
+    <span class="credit">
+      {reward === undefined ? null : (
+        <>
+          turn reward <b>{fmt(reward)}</b>{" "}
+        </>
+      )}
+      advantage <b>{fmt(advantage)}</b>
+    </span>
+  );
+}
+
+function MessageCard(props: { episode: Episode; message: Message }) {
+  const m = props.message;
+  // Only the model calls tools; a prompt that shows the format is not a call.
+  const calls =
+    m.role === "assistant" ? [...m.content.matchAll(TOOL_CALL)].map((c) => c[1] ?? "") : [];
+  return (
+    <div
+      class={`message ${kind(m)}`}
+      data-testid="message"
+      data-role={m.role}
+      data-sampled={String(m.sampled)}
+    >
+      <div class="meta">
+        <span class="role">{m.role}</span>
+        {m.turn === null ? (
+          <span>opening prompt</span>
+        ) : (
+          <span>{m.sampled ? `action ${m.turn}` : `reply to action ${m.turn}`}</span>
+        )}
+        {m.sampled && m.turn !== null ? <TurnCredit episode={props.episode} turn={m.turn} /> : null}
+        {m.sampled ? (
+          <span>{`${m.completion_tokens ?? "?"} tokens · prompt ${m.prompt_tokens ?? "?"}`}</span>
+        ) : null}
+        {m.sampled ? (
+          <span>{`${m.latency_ms ?? "?"} ms · ${m.attempts ?? 1} attempt${m.attempts === 1 ? "" : "s"}`}</span>
+        ) : null}
+        {m.sampled && m.finish_reason ? <span>finish {m.finish_reason}</span> : null}
+        {m.truncated ? <Pill value="truncated" /> : null}
+      </div>
+      <pre>{m.content}</pre>
+      {calls.map((c) => (
+        <div class="tool">
+          tool call <pre>{c.trim()}</pre>
+        </div>
+      ))}
+      {(m.tool_calls ?? []).map((c) => (
+        <div class="tool">
+          native tool call <pre>{`${c.function.name}(${c.function.arguments})`}</pre>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+export function EpisodePage(props: { episode: Episode }) {
+  const e = props.episode;
+  return (
+    <Layout title={`episode ${e.episode_id}`}>
+      <h1>
+        Episode {e.episode_id} <Pill value={e.status} />
+      </h1>
+      <div class="cards">
+        <div class="card">
+          <b>{fmt(e.score)}</b>
+          <span>
+            reward{e.success === null ? "" : e.success ? " · success" : " · not a success"}
+          </span>
+        </div>
+        <div class="card">
+          <b>{fmt(e.advantage)}</b>
+          <span>advantage</span>
+        </div>
+        <div class="card">
+          <b>{e.turns}</b>
+          <span>turns · ended {e.end_reason}</span>
+        </div>
+        <div class="card">
+          <b>{e.total_tokens ?? "-"}</b>
+          <span>tokens ({e.completion_tokens ?? "?"} generated)</span>
+        </div>
+        <div class="card">
+          <b>{`${(e.latency_ms / 1000).toFixed(1)} s`}</b>
+          <span>latency</span>
+        </div>
+        <div class="card">
+          <b>
+            <a href={`/groups/${e.group_id}`}>group</a>
+          </b>
+          <span>{`${e.env} · ${e.run_id}`}</span>
+        </div>
+      </div>
+      {e.failure_reason ? <p>{`${e.failure_reason}: ${e.failure_detail ?? ""}`}</p> : null}
+      <h2>Transcript</h2>
+      <div class="transcript" data-testid="transcript">
+        {e.messages.map((m) => (
+          <MessageCard episode={e} message={m} />
+        ))}
+      </div>
+    </Layout>
+  );
+}

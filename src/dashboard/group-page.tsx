@@ -1,0 +1,92 @@
+/** One group: its status and its episodes, each linking to the transcript viewer. */
+import type { EpisodeStatus } from "../rollout/group-object";
+import { fmt, Layout, Pill } from "./layout";
+
+export interface GroupSummary {
+  group_id: string;
+  status: string;
+  env: string;
+  run_id: string;
+  example_id: string;
+  policy_version: number;
+  credit_applied: string | null;
+  score_mean: number | null;
+  warnings: string[];
+  failure_reason: string | null;
+  created_at: string;
+  finished_at: string | null;
+  episodes: EpisodeStatus[];
+}
+
+export function GroupPage(props: { group: GroupSummary }) {
+  const g = props.group;
+  const landed = g.status === "landed" || g.status === "failed";
+  return (
+    <Layout title={`group ${g.group_id}`}>
+      <h1>
+        Group {g.group_id} <Pill value={g.status} />
+      </h1>
+      <div class="cards">
+        <div class="card">
+          <b>{g.env}</b>
+          <span>environment · example {g.example_id}</span>
+        </div>
+        <div class="card">
+          <b>
+            <a href={`/?run=${encodeURIComponent(g.run_id)}`}>{g.run_id}</a>
+          </b>
+          <span>run · policy v{g.policy_version}</span>
+        </div>
+        <div class="card">
+          <b>{fmt(g.score_mean)}</b>
+          <span>mean reward · {g.credit_applied ?? "credit pending"}</span>
+        </div>
+      </div>
+      {g.failure_reason ? <p>{g.failure_reason}</p> : null}
+      {g.warnings.map((w) => (
+        <p>warning: {w}</p>
+      ))}
+      <h2>Episodes</h2>
+      <table data-testid="episodes">
+        <thead>
+          <tr>
+            <th>episode</th>
+            <th>state</th>
+            <th>end</th>
+            <th class="num">turns</th>
+            <th class="num">reward</th>
+            <th class="num">advantage</th>
+            <th class="num">re-dispatches</th>
+            <th>failure</th>
+          </tr>
+        </thead>
+        <tbody>
+          {g.episodes.map((e) => (
+            <tr>
+              <td>
+                {landed ? <a href={`/episodes/${e.episode_id}`}>{e.episode_id}</a> : e.episode_id}
+              </td>
+              <td>
+                <Pill value={e.state} />
+              </td>
+              <td>{e.end_reason ?? ""}</td>
+              <td class="num">{e.turns}</td>
+              <td class="num">{fmt(e.score)}</td>
+              <td class="num">{fmt(e.advantage)}</td>
+              <td class="num">{e.redispatches}</td>
+              <td>
+                {e.failure_detail
+                  ? `${e.failure_reason}: ${e.failure_detail.slice(0, 100)}`
+                  : (e.failure_reason ?? "")}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="empty">
+        Started {g.created_at}
+        {g.finished_at ? `, finished ${g.finished_at}` : ", still in flight: reload to follow"}.
+      </p>
+    </Layout>
+  );
+}

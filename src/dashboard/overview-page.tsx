@@ -1,0 +1,180 @@
+/** The dashboard's front page: runs, reward distributions, success rates, policy trend, failures. */
+import { binValues, color, Histogram, LineChart, type Series, ShareBars } from "./charts";
+import { fmt, Layout, Pill } from "./layout";
+import type { overview } from "./queries";
+
+type Overview = Awaited<ReturnType<typeof overview>>;
+
+function byKey<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]> {
+  const map = new Map<string, T[]>();
+  for (const row of rows) map.set(key(row), [...(map.get(key(row)) ?? []), row]);
+  return map;
+}
+
+export function OverviewPage(props: { data: Overview; run: string | null }) {
+  const { runs, scores, success, byVersion, failures, groups, totals } = props.data;
+  const envs = [...byKey(scores, (s) => s.env)];
+  const series: Series[] = [...byKey(byVersion, (r) => `${r.run_id} · ${r.env}`)].map(
+    ([name, rows]) => ({
+      name,
+      points: rows
+        .map((r) => ({ x: r.policy_version, y: r.mean_reward }))
+        .sort((a, b) => a.x - b.x),
+    }),
+  );
+  const episodes = runs.reduce((n, r) => n + r.episodes, 0);
+  const meanReward =
+    scores.length > 0 ? scores.reduce((a, s) => a + s.score, 0) / scores.length : null;
+  return (
+    <Layout title={props.run ? `run ${props.run}` : "overview"}>
+      <h1>{props.run ? `Run ${props.run}` : "All runs"}</h1>
+      <div class="cards">
+        <div class="card">
+          <b>{totals.groups}</b>
+          <span>groups ({totals.running ?? 0} running)</span>
+        </div>
+        <div class="card">
+          <b>{episodes}</b>
+          <span>episodes landed</span>
+        </div>
+        <div class="card">
+          <b>{fmt(meanReward)}</b>
+          <span>mean reward</span>
+        </div>
+        <div class="card">
+          <b>{failures.reduce((n, f) => n + f.episodes, 0)}</b>
+          <span>failed episodes</span>
+        </div>
+      </div>
+
+      <h2>Rewards</h2>
+      {envs.length === 0 ? (
+        <p class="empty">No scored episodes yet. Start a group, or run `npm run demo`.</p>
+      ) : (
+        <div class="charts">
+          {envs.map(([env, rows], i) => (
+            <Histogram
+              title={`reward distribution · ${env}`}
+              bins={binValues(rows.map((r) => r.score))}
+              fill={color(i)}
+              testId="reward-histogram"
+            />
+          ))}
+          <ShareBars
+            title="success rate by environment"
+            rows={success.map((s) => ({ label: s.env, value: s.rate }))}
+            testId="success-rate-chart"
+          />
+          {series.length > 0 ? (
+            <LineChart
+              title="mean reward by policy version"
+              series={series}
+              xLabel="policy version"
+              testId="policy-version-chart"
+            />
+          ) : null}
+        </div>
+      )}
+
+      <h2>Runs</h2>
+      <table data-testid="runs">
+        <thead>
+          <tr>
+            <th>run</th>
+            <th>env</th>
+            <th class="num">groups</th>
+            <th class="num">episodes</th>
+            <th class="num">mean reward</th>
+            <th class="num">success</th>
+            <th class="num">turns</th>
+            <th class="num">tokens</th>
+            <th class="num">failed</th>
+            <th>last episode</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.map((r) => (
+            <tr>
+              <td>
+                <a href={`/?run=${encodeURIComponent(r.run_id)}`}>{r.run_id}</a>
+              </td>
+              <td>{r.env}</td>
+              <td class="num">{r.groups}</td>
+              <td class="num">{r.episodes}</td>
+              <td class="num">{fmt(r.mean_reward)}</td>
+              <td class="num">
+                {r.success_rate === null ? "-" : `${Math.round(r.success_rate * 100)}%`}
+              </td>
+              <td class="num">{fmt(r.mean_turns, 1)}</td>
+              <td class="num">{fmt(r.mean_total_tokens, 0)}</td>
+              <td class="num">{r.failed}</td>
+              <td>{r.last_episode}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
+      <h2>Failures by reason</h2>
+      {failures.length === 0 ? (
+        <p class="empty">No failed episodes.</p>
+      ) : (
+        <table data-testid="failures">
+          <thead>
+            <tr>
+              <th>env</th>
+              <th>reason</th>
+              <th class="num">episodes</th>
+              <th>example</th>
+            </tr>
+          </thead>
+          <tbody>
+            {failures.map((f) => (
+              <tr>
+                <td>{f.env}</td>
+                <td>{f.reason}</td>
+                <td class="num">{f.episodes}</td>
+                <td>{(f.example_detail ?? "").slice(0, 120)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+
+      <h2>Recent groups</h2>
+      <table data-testid="groups">
+        <thead>
+          <tr>
+            <th>group</th>
+            <th>run</th>
+            <th>env</th>
+            <th>status</th>
+            <th>delivery</th>
+            <th class="num">size</th>
+            <th class="num">mean reward</th>
+            <th class="num">failed</th>
+            <th>started</th>
+          </tr>
+        </thead>
+        <tbody>
+          {groups.map((g) => (
+            <tr>
+              <td>
+                <a href={`/groups/${g.id}`}>{g.id}</a>
+              </td>
+              <td>{g.run_id}</td>
+              <td>{g.env}</td>
+              <td>
+                <Pill value={g.status} />
+              </td>
+              <td>{g.status === "landed" ? <Pill value={g.delivery_state} /> : null}</td>
+              <td class="num">{g.group_size}</td>
+              <td class="num">{fmt(g.score_mean)}</td>
+              <td class="num">{g.episodes_failed ?? "-"}</td>
+              <td>{g.created_at}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Layout>
+  );
+}

@@ -1,0 +1,94 @@
+/** What the dashboard reads from D1: the SQL views, and a few lists. */
+
+type Row = Record<string, unknown>;
+
+async function all<T = Row>(db: D1Database, query: string, ...params: unknown[]): Promise<T[]> {
+  return (
+    await db
+      .prepare(query)
+      .bind(...params)
+      .all<T>()
+  ).results;
+}
+
+export interface RunRow {
+  run_id: string;
+  env: string;
+  groups: number;
+  episodes: number;
+  failed: number;
+  mean_reward: number | null;
+  success_rate: number | null;
+  mean_turns: number | null;
+  mean_total_tokens: number | null;
+  last_episode: string;
+}
+
+export interface GroupRow {
+  id: string;
+  run_id: string;
+  env: string;
+  status: string;
+  group_size: number;
+  score_mean: number | null;
+  episodes_failed: number | null;
+  delivery_state: string;
+  created_at: string;
+}
+
+/** `run` narrows everything to one run; null means all runs. */
+export async function overview(db: D1Database, run: string | null) {
+  const [runs, scores, success, byVersion, failures, groups, totals] = await Promise.all([
+    all<RunRow>(
+      db,
+      "SELECT * FROM run_summary WHERE ?1 IS NULL OR run_id = ?1 ORDER BY last_episode DESC LIMIT 100",
+      run,
+    ),
+    // The newest 20,000 scored episodes are plenty for a distribution.
+    all<{ env: string; score: number }>(
+      db,
+      `SELECT env, score FROM episodes WHERE score IS NOT NULL AND status != 'failed' AND (?1 IS NULL OR run_id = ?1)
+       ORDER BY finished_at DESC LIMIT 20000`,
+      run,
+    ),
+    all<{ env: string; rate: number }>(
+      db,
+      `SELECT env, AVG(success) AS rate FROM episodes WHERE success IS NOT NULL AND (?1 IS NULL OR run_id = ?1)
+       GROUP BY env ORDER BY env`,
+      run,
+    ),
+    all<{ run_id: string; env: string; policy_version: number; mean_reward: number }>(
+      db,
+      "SELECT run_id, env, policy_version, mean_reward FROM reward_by_policy_version WHERE ?1 IS NULL OR run_id = ?1",
+      run,
+    ),
+    all<{ env: string; reason: string; episodes: number; example_detail: string }>(
+      db,
+      `SELECT env, failure_reason AS reason, COUNT(*) AS episodes, MAX(failure_detail) AS example_detail
+       FROM episodes WHERE status = 'failed' AND (?1 IS NULL OR run_id = ?1)
+       GROUP BY env, failure_reason ORDER BY episodes DESC`,
+      run,
+    ),
+    all<GroupRow>(
+      db,
+      `SELECT id, run_id, env, status, group_size, score_mean, episodes_failed, delivery_state, created_at
+       FROM groups WHERE ?1 IS NULL OR run_id = ?1 ORDER BY created_at DESC LIMIT 40`,
+      run,
+    ),
+    all<{ groups: number; landed: number; running: number }>(
+      db,
+      `SELECT COUNT(*) AS groups, SUM(status = 'landed') AS landed, SUM(status = 'running') AS running
+       FROM groups WHERE ?1 IS NULL OR run_id = ?1`,
+      run,
+    ),
+  ]);
+  return {
+    runs,
+    scores,
+    success,
+    byVersion,
+    failures,
+    groups,
+    totals: totals[0] ?? { groups: 0, landed: 0, running: 0 },
+  };
+}

@@ -1,0 +1,46 @@
+/** The dashboard, served by the Worker: server-rendered pages over the same data as the API. */
+import { Hono } from "hono";
+import { episodeView, landedGroupView, liveGroupView } from "../api/views";
+import { findEpisode, findGroup, groupEpisodes } from "../db/queries";
+import { EpisodePage } from "./episode-page";
+import { GroupPage } from "./group-page";
+import { Layout } from "./layout";
+import { OverviewPage } from "./overview-page";
+import { overview } from "./queries";
+
+function NotFound(props: { what: string }) {
+  return (
+    <Layout title="not found">
+      <h1>Not found</h1>
+      <p>{props.what}</p>
+      <a href="/">back to the overview</a>
+    </Layout>
+  );
+}
+
+export const dashboardRoutes = new Hono<{ Bindings: Env }>()
+  .get("/", async (c) => {
+    const run = c.req.query("run") ?? null;
+    return c.html(<OverviewPage data={await overview(c.env.DB, run)} run={run} />);
+  })
+  .get("/groups/:id", async (c) => {
+    const id = c.req.param("id");
+    const landed = await findGroup(c.env.DB, id);
+    if (landed && landed.status !== "running") {
+      return c.html(
+        <GroupPage group={landedGroupView(landed, await groupEpisodes(c.env.DB, id))} />,
+      );
+    }
+    const live = await c.env.ROLLOUT_GROUP.get(c.env.ROLLOUT_GROUP.idFromName(id)).status();
+    if (live) return c.html(<GroupPage group={liveGroupView(live as never)} />);
+    return c.html(<NotFound what={`No group ${id}.`} />, 404);
+  })
+  .get("/episodes/:id", async (c) => {
+    const found = await findEpisode(c.env.DB, c.req.param("id"));
+    if (!found)
+      return c.html(
+        <NotFound what="No landed episode with that id (episodes appear when their group lands)." />,
+        404,
+      );
+    return c.html(<EpisodePage episode={episodeView(found.episode, found.messages)} />);
+  });

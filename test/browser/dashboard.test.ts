@@ -1,0 +1,115 @@
+// The dashboard in a real browser (Debian's chromium, driven by playwright-core) after a
+// demo-sized run through the real stack. Screenshots land in artifacts/.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoJobs } from "../../src/cli/demo";
+import { type LocalStack, startLocalStack } from "../../src/cli/local-stack";
+import { runJob } from "../../src/cli/run-job";
+import { EdgerollClient } from "../../src/client/edgeroll-client";
+
+const CHROMIUM = process.env.EDGEROLL_CHROMIUM ?? "/usr/bin/chromium";
+const ARTIFACTS = resolve(import.meta.dirname, "../../artifacts");
+const RUN = "browser-demo";
+
+let stack: LocalStack;
+let state: string;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `no browser at ${CHROMIUM}: apt-get install -y chromium (or set EDGEROLL_CHROMIUM)`,
+    );
+  }
+  state = mkdtempSync(join(tmpdir(), "edgeroll-browser-"));
+  stack = await startLocalStack({ persistTo: state });
+  const client = new EdgerollClient({ baseUrl: stack.apiUrl });
+  for (const { job } of demoJobs(RUN, 8)) await runJob(client, job);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  mkdirSync(ARTIFACTS, { recursive: true });
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+  if (state) rmSync(state, { recursive: true, force: true });
+});
+
+describe("the dashboard", () => {
+  it("plots reward distributions, success rates and reward by policy version", async () => {
+    await page.goto(`${stack.apiUrl}/?run=${RUN}`);
+    const histograms = page.getByTestId("reward-histogram");
+    expect(await histograms.count()).toBe(3);
+    for (const env of ["guess-number", "tool-agent", "exact-answer"]) {
+      const plot = histograms.filter({ hasText: env });
+      const heights = await plot
+        .locator("rect")
+        .evaluateAll((bars) => bars.map((b) => Number(b.getAttribute("height"))));
+      expect(
+        heights.some((h) => h > 0),
+        env,
+      ).toBe(true);
+    }
+    const success = page.getByTestId("success-rate-chart");
+    expect(await success.locator("text", { hasText: "%" }).count()).toBe(3);
+    const trend = page.getByTestId("policy-version-chart");
+    expect(await trend.locator("polyline").count()).toBeGreaterThanOrEqual(1);
+    expect(await trend.locator("circle").count()).toBeGreaterThanOrEqual(4);
+    expect(await page.getByTestId("runs").textContent()).toContain(RUN);
+    expect(await page.getByTestId("failures").textContent()).toContain("inference_malformed");
+    await page.screenshot({ path: join(ARTIFACTS, "dashboard-overview.png"), fullPage: true });
+    expect(statSync(join(ARTIFACTS, "dashboard-overview.png")).size).toBeGreaterThan(20_000);
+  });
+
+  it("shows an episode's transcript turn by turn, with credit and generation stats", async () => {
+    await page.goto(`${stack.apiUrl}/?run=${RUN}`);
+    await page
+      .getByTestId("groups")
+      .locator("tr", { hasText: "guess-number" })
+      .first()
+      .locator("a")
+      .click();
+    expect(await page.getByTestId("episodes").locator("tbody tr").count()).toBe(8);
+    await page.getByTestId("episodes").locator("a").first().click();
+    const transcript = page.getByTestId("transcript");
+    const messages = transcript.getByTestId("message");
+    expect(await messages.count()).toBeGreaterThanOrEqual(3);
+    const actions = transcript.locator('[data-sampled="true"]');
+    expect(await actions.count()).toBeGreaterThanOrEqual(1);
+    const first = (await actions.first().textContent()) ?? "";
+    expect(first).toMatch(/action 0/);
+    expect(first).toMatch(/turn reward/);
+    expect(first).toMatch(/advantage/);
+    expect(first).toMatch(/\d+ tokens/);
+    expect(first).toMatch(/\d+ ms/);
+    expect(first).toMatch(/<guess>\d+<\/guess>|guess/);
+    const reply =
+      (await transcript.locator('[data-sampled="false"][data-role="user"]').nth(1).textContent()) ??
+      "";
+    expect(reply).toMatch(/higher|lower|correct|guess/);
+    await page.screenshot({ path: join(ARTIFACTS, "dashboard-episode.png"), fullPage: true });
+  });
+
+  it("renders tool calls in a tool-agent transcript", async () => {
+    await page.goto(`${stack.apiUrl}/?run=${RUN}`);
+    await page
+      .getByTestId("groups")
+      .locator("tr", { hasText: "tool-agent" })
+      .first()
+      .locator("a")
+      .click();
+    await page.getByTestId("episodes").locator("a").first().click();
+    expect(await page.locator(".tool").count()).toBeGreaterThanOrEqual(1);
+    expect(await page.locator(".tool").first().textContent()).toMatch(
+      /verify_identity|list_orders/,
+    );
+  });
+});
