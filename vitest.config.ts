@@ -5,6 +5,15 @@ import { defineConfig } from "vitest/config";
 
 const portable = ["test/sdk/**/*.test.ts", "test/environments/**/*.test.ts"];
 
+/** Tokens the Worker under test accepts; test/worker/helpers.ts sends the one with every role. */
+const TEST_TOKENS = {
+  "test-token-all-roles": ["producer", "trainer", "reader"],
+  "test-token-producer": ["producer"],
+  "test-token-trainer": ["trainer"],
+  "test-token-trainer-2": ["trainer"],
+  "test-token-reader": ["reader"],
+};
+
 export default defineConfig({
   test: {
     projects: [
@@ -21,6 +30,7 @@ export default defineConfig({
                 HEARTBEAT_S: "1",
                 STEP_TIMEOUT_S: "5",
                 MAX_DELIVERIES: "3",
+                API_TOKENS: JSON.stringify(TEST_TOKENS),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
               },
             },

@@ -3,15 +3,17 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { dashboardRoutes } from "../dashboard/routes";
 import { environmentNames } from "../environments/registry";
+import { type AuthVariables, authorize, tokenFromQuery } from "./auth";
 import { batchRoutes } from "./batches";
 import { episodeRoutes } from "./episodes";
 import { ApiError, errorBody, renderError } from "./errors";
 import { groupRoutes } from "./groups";
+import { utf8Body } from "./utf8-body";
 
 /** Requests carry one example and its settings; anything larger is a mistake or an attack. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-export const app = new Hono<{ Bindings: Env }>()
+export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
@@ -20,6 +22,12 @@ export const app = new Hono<{ Bindings: Env }>()
       },
     }),
   )
+  .use(utf8Body)
+  // Who may do what: producers start groups, trainers take batches, readers read.
+  .on("POST", "/v1/groups", authorize("producer"))
+  .use("/v1/batches/*", authorize("trainer"))
+  .on("GET", "/v1/*", authorize("reader"))
+  .on("GET", ["/", "/groups/*", "/episodes/*"], tokenFromQuery, authorize("reader"))
   .get("/healthz", (c) => c.json({ ok: true }))
   .get("/v1/environments", (c) => c.json({ environments: environmentNames() }))
   .route("/v1", groupRoutes)

@@ -5,11 +5,19 @@ import { configFrom } from "../config";
 import { readBatchGroups } from "../trainer/batch-format";
 import { LeaseRequestSchema } from "../trainer/lease-request";
 import { ackBatch, claimGroups, releaseBatch, type Settlement } from "../trainer/leases";
+import type { AuthVariables } from "./auth";
 import { ApiError, invalidRequest } from "./errors";
 
 function settled(batchId: string, settlement: Settlement, verb: "acked" | "released") {
   if (settlement.outcome === "not_found")
     throw new ApiError(404, "not_found", `no batch ${batchId}`);
+  if (settlement.outcome === "not_yours") {
+    throw new ApiError(
+      403,
+      "forbidden",
+      `batch ${batchId} was leased by another trainer; only it may settle the batch`,
+    );
+  }
   if (settlement.outcome === "already") {
     if (settlement.state !== verb) {
       throw new ApiError(
@@ -29,7 +37,7 @@ function settled(batchId: string, settlement: Settlement, verb: "acked" | "relea
   };
 }
 
-export const batchRoutes = new Hono<{ Bindings: Env }>()
+export const batchRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .post(
     "/batches/lease",
     zValidator("json", LeaseRequestSchema, (result) => {
@@ -37,7 +45,12 @@ export const batchRoutes = new Hono<{ Bindings: Env }>()
     }),
     async (c) => {
       const request = c.req.valid("json");
-      const claim = await claimGroups(c.env.DB, request, configFrom(c.env).MAX_DELIVERIES);
+      const claim = await claimGroups(
+        c.env.DB,
+        request,
+        configFrom(c.env).MAX_DELIVERIES,
+        c.get("principal"),
+      );
       if (claim.groupIds.length === 0)
         return c.json({ batch_id: null, lease_expires_at: null, groups: [] });
       const groups = await readBatchGroups(c.env.DB, claim.groupIds, request.include);
@@ -46,9 +59,9 @@ export const batchRoutes = new Hono<{ Bindings: Env }>()
   )
   .post("/batches/:id/ack", async (c) => {
     const id = c.req.param("id");
-    return c.json(settled(id, await ackBatch(c.env.DB, id), "acked"));
+    return c.json(settled(id, await ackBatch(c.env.DB, id, c.get("principal")), "acked"));
   })
   .post("/batches/:id/release", async (c) => {
     const id = c.req.param("id");
-    return c.json(settled(id, await releaseBatch(c.env.DB, id), "released"));
+    return c.json(settled(id, await releaseBatch(c.env.DB, id, c.get("principal")), "released"));
   });

@@ -6,7 +6,10 @@ import type { z } from "zod";
 import { describeZodError } from "../sdk";
 
 export type ErrorCode =
+  | "unauthorized"
+  | "forbidden"
   | "invalid_request"
+  | "invalid_encoding"
   | "malformed_json"
   | "payload_too_large"
   | "not_found"

@@ -193,7 +193,7 @@ export async function demo(flags: DemoFlags): Promise<void> {
       sim: { port: simPort, latency: { ttftMs: 40, msPerToken: 3, msPerPromptToken: 0.01 } },
     });
     console.log(`  ready: ${stack.apiUrl}\n`);
-    const client = new EdgerollClient({ baseUrl: stack.apiUrl });
+    const client = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin });
     for (const { label, job } of demoJobs(runId, Number(flags.groups))) {
       const bar = new JobProgressBar(label.padEnd(26), job.examples.length);
       const { progress } = await runJob(client, job, (p) => bar.update(p));
@@ -202,7 +202,8 @@ export async function demo(flags: DemoFlags): Promise<void> {
     }
     await printBatch(client, runId);
     printSql(persistTo, runId);
-    console.log(`\nDashboard: ${stack.apiUrl}/?run=${runId}`);
+    // The reader token goes in the link once; the dashboard keeps it in a cookie.
+    console.log(`\nDashboard: ${stack.apiUrl}/?run=${runId}&token=${stack.tokens.reader}`);
     if (flags.keep) {
       console.log("Serving until Ctrl-C.");
       await new Promise(() => {});

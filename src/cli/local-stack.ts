@@ -4,7 +4,8 @@
  * Used by `npm run demo`, the end-to-end tests and the crash tests.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { type Simulator, type SimulatorOptions, startSimulator } from "../sim/server";
@@ -23,8 +24,42 @@ export interface LocalStackOptions {
   log?: (line: string) => void;
 }
 
+/** One token per role, plus one with every role, kept with the local state they guard. */
+export interface LocalTokens {
+  admin: string;
+  producer: string;
+  trainer: string;
+  reader: string;
+}
+
+/** The state directory's tokens, made on first use so every later run finds the same ones. */
+export function localTokens(persistTo: string): LocalTokens {
+  const file = join(persistTo, "edgeroll-tokens.json");
+  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as LocalTokens;
+  const make = (role: string) => `er-${role}-${randomBytes(18).toString("base64url")}`;
+  const tokens = {
+    admin: make("admin"),
+    producer: make("producer"),
+    trainer: make("trainer"),
+    reader: make("reader"),
+  };
+  mkdirSync(persistTo, { recursive: true });
+  writeFileSync(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
+  return tokens;
+}
+
+export function apiTokensVar(tokens: LocalTokens): string {
+  return JSON.stringify({
+    [tokens.admin]: ["producer", "trainer", "reader"],
+    [tokens.producer]: ["producer"],
+    [tokens.trainer]: ["trainer"],
+    [tokens.reader]: ["reader"],
+  });
+}
+
 export interface LocalStack {
   apiUrl: string;
+  tokens: LocalTokens;
   inferenceUrl: string;
   simulator: Simulator | null;
   /** The workerd process tree's leader, for the crash tests. */
@@ -189,13 +224,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const simulator = options.inferenceUrl ? null : await startSimulator({ port: 0, ...options.sim });
   const inferenceUrl = options.inferenceUrl ?? (simulator as Simulator).url;
   const port = options.apiPort ?? (await freePort());
+  const tokens = localTokens(options.persistTo);
   let wrangler: ChildProcess;
   try {
     wrangler = await startWorker({
       persistTo: options.persistTo,
       port,
       inferenceUrl,
-      ...(options.vars ? { vars: options.vars } : {}),
+      vars: { API_TOKENS: apiTokensVar(tokens), ...options.vars },
       ...(options.log ? { log: options.log } : {}),
     });
   } catch (error) {
@@ -204,6 +240,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   }
   return {
     apiUrl: `http://127.0.0.1:${port}`,
+    tokens,
     inferenceUrl,
     simulator,
     wrangler,

@@ -123,6 +123,8 @@ export const messages = sqliteTable(
 /** One lease handed to a trainer: which groups, until when, and whether it was acked. */
 export const batches = sqliteTable("batches", {
   id: text("id").primaryKey(),
+  /** The trainer that leased it (a digest prefix of its token); only it may ack or release. */
+  owner: text("owner").notNull().default("local"),
   /** `leased` | `acked` | `released`. A lease past its expiry stays `leased` here. */
   state: text("state").notNull(),
   groupCount: integer("group_count").notNull(),

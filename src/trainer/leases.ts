@@ -24,6 +24,8 @@ export async function claimGroups(
   db: D1Database,
   request: LeaseRequest,
   maxDeliveries: number,
+  /** Who leases: only they may ack or release the batch. */
+  owner: string,
 ): Promise<Claim> {
   const now = new Date().toISOString();
   const batchId = newBatchId();
@@ -74,9 +76,9 @@ export async function claimGroups(
       )
       .bind(batchId),
     db
-      .prepare(`INSERT INTO batches (id, state, group_count, episode_count, created_at, lease_expires_at)
-        SELECT ?1, 'leased', COUNT(*), SUM(group_size), ?2, ?3 FROM groups WHERE lease_id = ?1 HAVING COUNT(*) > 0`)
-      .bind(batchId, now, leaseExpiresAt),
+      .prepare(`INSERT INTO batches (id, owner, state, group_count, episode_count, created_at, lease_expires_at)
+        SELECT ?1, ?4, 'leased', COUNT(*), SUM(group_size), ?2, ?3 FROM groups WHERE lease_id = ?1 HAVING COUNT(*) > 0`)
+      .bind(batchId, now, leaseExpiresAt, owner),
     db.prepare("SELECT id FROM groups WHERE lease_id = ?1 ORDER BY finished_at, id").bind(batchId),
   ]);
   const groupIds = (claimed?.results ?? []).map((r) => (r as { id: string }).id);
@@ -86,18 +88,22 @@ export async function claimGroups(
 export type Settlement =
   | { outcome: "settled"; groups: number; lost: number }
   | { outcome: "already"; state: string }
-  | { outcome: "not_found" };
+  | { outcome: "not_found" }
+  | { outcome: "not_yours" };
 
 async function settle(
   db: D1Database,
   batchId: string,
   to: "acked" | "released",
+  principal: string,
 ): Promise<Settlement> {
   const batch = await db
-    .prepare("SELECT state, group_count FROM batches WHERE id = ?1")
+    .prepare("SELECT state, group_count, owner FROM batches WHERE id = ?1")
     .bind(batchId)
-    .first<{ state: string; group_count: number }>();
+    .first<{ state: string; group_count: number; owner: string }>();
   if (batch === null) return { outcome: "not_found" };
+  // A batch id is not a capability: only the trainer that leased it may settle it.
+  if (batch.owner !== principal) return { outcome: "not_yours" };
   const now = new Date().toISOString();
   const groups =
     to === "acked"
@@ -128,11 +134,15 @@ async function settle(
 }
 
 /** Marks the batch's groups consumed. Groups whose lease expired and went elsewhere are `lost`. */
-export function ackBatch(db: D1Database, batchId: string): Promise<Settlement> {
-  return settle(db, batchId, "acked");
+export function ackBatch(db: D1Database, batchId: string, principal: string): Promise<Settlement> {
+  return settle(db, batchId, "acked", principal);
 }
 
 /** Hands the batch's groups back at once. */
-export function releaseBatch(db: D1Database, batchId: string): Promise<Settlement> {
-  return settle(db, batchId, "released");
+export function releaseBatch(
+  db: D1Database,
+  batchId: string,
+  principal: string,
+): Promise<Settlement> {
+  return settle(db, batchId, "released", principal);
 }

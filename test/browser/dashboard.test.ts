@@ -27,13 +27,15 @@ beforeAll(async () => {
   }
   state = mkdtempSync(join(tmpdir(), "edgeroll-browser-"));
   stack = await startLocalStack({ persistTo: state });
-  const client = new EdgerollClient({ baseUrl: stack.apiUrl });
+  const client = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin });
   for (const { job } of demoJobs(RUN, 8)) await runJob(client, job);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
   });
   page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  // Once with the reader token in the link; the dashboard keeps it in a cookie from then on.
+  await page.goto(`${stack.apiUrl}/?token=${stack.tokens.reader}`);
   mkdirSync(ARTIFACTS, { recursive: true });
 }, 240_000);
 

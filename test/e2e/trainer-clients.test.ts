@@ -18,7 +18,7 @@ function edgeroll(...args: string[]) {
   return spawnSync(process.execPath, [join(ROOT, "bin/edgeroll.mjs"), ...args], {
     cwd: ROOT,
     encoding: "utf8",
-    env: { ...process.env, NO_COLOR: "1" },
+    env: { ...process.env, NO_COLOR: "1", EDGEROLL_TOKEN: stack.tokens.admin },
     timeout: 120_000,
   });
 }
@@ -50,7 +50,7 @@ async function landRun(
 beforeAll(async () => {
   state = mkdtempSync(join(tmpdir(), "edgeroll-e2e-"));
   stack = await startLocalStack({ persistTo: state });
-  api = new EdgerollClient({ baseUrl: stack.apiUrl });
+  api = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin });
 }, 180_000);
 
 afterAll(async () => {
@@ -166,6 +166,8 @@ describe("against wrangler dev", () => {
         "examples/python/train_grpo.py",
         "--url",
         stack.apiUrl,
+        "--token",
+        stack.tokens.trainer,
         "--run",
         "python",
         "--steps",

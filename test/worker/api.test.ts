@@ -14,7 +14,7 @@ async function refused(body: unknown, init: RequestInit = {}) {
   const response = await api("/v1/groups", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: typeof body === "string" ? body : JSON.stringify(body),
+    body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
     ...init,
   });
   return { status: response.status, body: (await response.json()) as Json };
@@ -84,6 +84,21 @@ describe("POST /v1/groups refuses bad input, naming the problem, and stores noth
       expect(await storedGroups()).toBe(before);
     });
   }
+
+  it("refuses a body that is not UTF-8", async () => {
+    const before = await storedGroups();
+    const encoded = new TextEncoder().encode(
+      JSON.stringify({ ...valid, example: { id: "x", input: "PLACEHOLDER" } }),
+    );
+    const bytes = new Uint8Array([...encoded.slice(0, 40), 0xff, 0xfe, 0xc3, ...encoded.slice(40)]);
+    const response = await refused(bytes as unknown as string);
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({
+      code: "invalid_encoding",
+      message: "the request body is not valid UTF-8",
+    });
+    expect(await storedGroups()).toBe(before);
+  });
 
   it("refuses a body over 1 MB", async () => {
     const response = await refused({ ...valid, prompt_text: "x".repeat(1_100_000) });

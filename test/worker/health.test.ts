@@ -1,15 +1,16 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { api } from "./helpers";
 
 describe("the Worker", () => {
-  it("answers health checks", async () => {
+  it("answers health checks without a token", async () => {
     const response = await exports.default.fetch("http://edgeroll.test/healthz");
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ ok: true });
   });
 
   it("lists the registered environments", async () => {
-    const response = await exports.default.fetch("http://edgeroll.test/v1/environments");
+    const response = await api("/v1/environments");
     expect(await response.json()).toEqual({
       environments: expect.arrayContaining(["exact-answer", "guess-number", "tool-agent"]),
     });

@@ -3,8 +3,19 @@ import { env, exports } from "cloudflare:workers";
 
 export const BASE = "http://edgeroll.test";
 
-export async function api(path: string, init?: RequestInit): Promise<Response> {
-  return exports.default.fetch(`${BASE}${path}`, init);
+export const TOKENS = {
+  all: "test-token-all-roles",
+  producer: "test-token-producer",
+  trainer: "test-token-trainer",
+  otherTrainer: "test-token-trainer-2",
+  reader: "test-token-reader",
+};
+
+/** Calls the Worker with the every-role token unless `init` brings its own authorization. */
+export async function api(path: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (!headers.has("authorization")) headers.set("authorization", `Bearer ${TOKENS.all}`);
+  return exports.default.fetch(`${BASE}${path}`, { ...init, headers });
 }
 
 export async function postGroup(

@@ -1,0 +1,1 @@
+ALTER TABLE `batches` ADD `owner` text DEFAULT 'local' NOT NULL;

@@ -1,0 +1,134 @@
+/**
+ * Bearer tokens by role, from the secret API_TOKENS: `{"<token>": ["producer", "reader"], ...}`.
+ * `producer` starts groups, `trainer` leases, acks and releases, `reader` reads (API and
+ * dashboard). Tokens are compared in constant time, as SHA-256 digests. With no tokens
+ * configured, only local requests are served: the Worker never runs open on the internet.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import { z } from "zod";
+import { ApiError } from "./errors";
+
+export const ROLES = ["producer", "trainer", "reader"] as const;
+export type Role = (typeof ROLES)[number];
+
+const TokensSchema = z.record(
+  z.string().min(8, "tokens must be at least 8 characters"),
+  z.array(z.enum(ROLES)).min(1),
+);
+
+interface Grant {
+  digest: Uint8Array;
+  roles: readonly Role[];
+  principal: string;
+}
+
+export type AuthVariables = {
+  /** Who is calling: a digest prefix of their token, or `local` when no tokens are configured. */
+  principal: string;
+};
+
+const COOKIE = "edgeroll_token";
+const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
+
+async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+}
+
+const hex = (bytes: Uint8Array) => [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+const grantsCache = new WeakMap<object, Promise<Grant[] | null>>();
+
+/** The configured grants, parsed once per env; null when API_TOKENS is not set. */
+function grants(env: { API_TOKENS?: string }): Promise<Grant[] | null> {
+  let cached = grantsCache.get(env);
+  if (cached === undefined) {
+    cached = (async () => {
+      if (env.API_TOKENS === undefined || env.API_TOKENS.trim() === "") return null;
+      const parsed = TokensSchema.safeParse(JSON.parse(env.API_TOKENS));
+      if (!parsed.success)
+        throw new Error(`API_TOKENS is not a {token: [roles]} object: ${parsed.error.message}`);
+      return Promise.all(
+        Object.entries(parsed.data).map(async ([token, roles]) => {
+          const digest = await sha256(token);
+          return { digest, roles, principal: hex(digest).slice(0, 16) };
+        }),
+      );
+    })();
+    grantsCache.set(env, cached);
+  }
+  return cached;
+}
+
+/** The grant a presented token matches, checking every grant so timing reveals nothing. */
+async function match(token: string, all: readonly Grant[]): Promise<Grant | null> {
+  const presented = await sha256(token);
+  let found: Grant | null = null;
+  for (const grant of all) {
+    if (crypto.subtle.timingSafeEqual(presented, grant.digest)) found = grant;
+  }
+  return found;
+}
+
+function presentedToken(c: Context): string | null {
+  const header = c.req.header("authorization");
+  if (header !== undefined) return /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim() ?? "";
+  return getCookie(c, COOKIE) ?? null;
+}
+
+/** Requires `role`; sets the caller's principal for handlers that record who did what. */
+export function authorize(
+  role: Role,
+): MiddlewareHandler<{ Bindings: Env; Variables: AuthVariables }> {
+  return async (c, next) => {
+    const all = await grants(c.env as { API_TOKENS?: string });
+    if (all === null) {
+      if (!LOCAL_HOSTS.has(new URL(c.req.url).hostname)) {
+        throw new ApiError(
+          401,
+          "unauthorized",
+          "API_TOKENS is not configured, so this Worker serves local requests only",
+        );
+      }
+      c.set("principal", "local");
+      return next();
+    }
+    const token = presentedToken(c);
+    if (token === null || token === "") {
+      throw new ApiError(
+        401,
+        "unauthorized",
+        "missing bearer token: send Authorization: Bearer <token>",
+      );
+    }
+    const grant = await match(token, all);
+    if (grant === null) throw new ApiError(401, "unauthorized", "unknown bearer token");
+    if (!grant.roles.includes(role)) {
+      throw new ApiError(
+        403,
+        "forbidden",
+        `this token lacks the ${role} role (it has: ${grant.roles.join(", ")})`,
+      );
+    }
+    c.set("principal", grant.principal);
+    return next();
+  };
+}
+
+/**
+ * Browsers cannot send headers from a link: `/?token=...` stores the token in an HttpOnly
+ * cookie and redirects to the same page without it, so it does not linger in the address bar.
+ */
+export const tokenFromQuery: MiddlewareHandler = async (c, next) => {
+  const token = c.req.query("token");
+  if (token === undefined) return next();
+  const url = new URL(c.req.url);
+  url.searchParams.delete("token");
+  setCookie(c, COOKIE, token, {
+    httpOnly: true,
+    sameSite: "Strict",
+    path: "/",
+    secure: url.protocol === "https:",
+  });
+  return c.redirect(`${url.pathname}${url.search}`, 303);
+};

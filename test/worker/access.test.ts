@@ -1,0 +1,128 @@
+import { env } from "cloudflare:workers";
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { authorize } from "../../src/api/auth";
+import { renderError } from "../../src/api/errors";
+import { api, guessExample, type Json, TOKENS, waitForGroup } from "./helpers";
+
+const as = (token: string | null, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: {
+    "content-type": "application/json",
+    authorization: token === null ? "" : `Bearer ${token}`,
+    ...init.headers,
+  },
+});
+
+const group = {
+  env: "guess-number",
+  example: guessExample("access", 20),
+  group_size: 2,
+  run_id: "access",
+  sampling: { model: "sim", temperature: 1, seed: 3 },
+};
+const post = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) });
+
+describe("access by role", () => {
+  const routes: [string, RequestInit, string][] = [
+    ["/v1/groups", post(group), "producer"],
+    ["/v1/batches/lease", post({ max_groups: 1 }), "trainer"],
+    ["/v1/batches/b_x/ack", post({}), "trainer"],
+    ["/v1/groups/g_00000000000000000000000", {}, "reader"],
+    ["/v1/episodes?run_id=x", {}, "reader"],
+    ["/", {}, "reader"],
+  ];
+
+  for (const [path, init, role] of routes) {
+    it(`${init.method ?? "GET"} ${path} needs a token with the ${role} role`, async () => {
+      const missing = await api(path, as(null, init));
+      expect(missing.status).toBe(401);
+      expect(((await missing.json()) as Json).error.code).toBe("unauthorized");
+      const unknown = await api(path, as("not-a-real-token", init));
+      expect(unknown.status).toBe(401);
+      const others = Object.entries({
+        producer: TOKENS.producer,
+        trainer: TOKENS.trainer,
+        reader: TOKENS.reader,
+      }).filter(([r]) => r !== role);
+      for (const [, token] of others) {
+        const wrong = await api(path, as(token, init));
+        expect(wrong.status).toBe(403);
+        expect(((await wrong.json()) as Json).error).toMatchObject({
+          code: "forbidden",
+          message: expect.stringContaining(role),
+        });
+      }
+      const right = await api(path, as(TOKENS[role as "producer"], init));
+      expect(right.status).not.toBe(401);
+      expect(right.status).not.toBe(403);
+    });
+  }
+
+  it("health checks need no token", async () => {
+    expect((await api("/healthz", as(null))).status).toBe(200);
+  });
+
+  it("the dashboard takes a token once from the link and keeps it in an HttpOnly cookie", async () => {
+    const response = await api(`/?token=${TOKENS.reader}`, {
+      headers: { authorization: "" },
+      redirect: "manual",
+    });
+    expect(response.status).toBe(303);
+    expect(response.headers.get("location")).toBe("/");
+    const cookie = response.headers.get("set-cookie") ?? "";
+    expect(cookie).toMatch(/edgeroll_token=test-token-reader/);
+    expect(cookie).toMatch(/HttpOnly/i);
+    const page = await api("/", {
+      headers: { authorization: "", cookie: cookie.split(";")[0] ?? "" },
+    });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<h1>All runs</h1>");
+  });
+
+  it("only the trainer that leased a batch may ack or release it", async () => {
+    const started = (await (
+      await api("/v1/groups", as(TOKENS.producer, post(group)))
+    ).json()) as Json;
+    await waitForGroup(started.group_id);
+    const lease = (await (
+      await api(
+        "/v1/batches/lease",
+        as(TOKENS.trainer, post({ max_groups: 5, run_id: "access", skip_uniform_groups: false })),
+      )
+    ).json()) as Json;
+    expect(lease.batch_id).toMatch(/^b_/);
+    for (const verb of ["ack", "release"]) {
+      const stolen = await api(
+        `/v1/batches/${lease.batch_id}/${verb}`,
+        as(TOKENS.otherTrainer, post({})),
+      );
+      expect(stolen.status).toBe(403);
+      expect(((await stolen.json()) as Json).error.message).toMatch(/leased by another trainer/);
+    }
+    const own = (await (
+      await api(`/v1/batches/${lease.batch_id}/ack`, as(TOKENS.trainer, post({})))
+    ).json()) as Json;
+    expect(own.acked_groups).toBe(lease.groups.length);
+  });
+});
+
+describe("with no tokens configured", () => {
+  const app = new Hono<{ Bindings: Env }>()
+    .use(authorize("reader"))
+    .get("/", (c) => c.text("ok"))
+    .onError(renderError);
+  const unconfigured = { ...env, API_TOKENS: undefined } as unknown as Env;
+
+  it("serves local requests", async () => {
+    for (const host of ["127.0.0.1:8787", "localhost:8787", "[::1]:8787"]) {
+      expect((await app.request(`http://${host}/`, {}, unconfigured)).status).toBe(200);
+    }
+  });
+
+  it("refuses every other request rather than running open", async () => {
+    const response = await app.request("https://edgeroll.example.workers.dev/", {}, unconfigured);
+    expect(response.status).toBe(401);
+    expect(((await response.json()) as Json).error.message).toMatch(/API_TOKENS is not configured/);
+  });
+});
