@@ -59,6 +59,7 @@ export function apiTokensVar(tokens: LocalTokens): string {
 
 export interface LocalStack {
   apiUrl: string;
+  persistTo: string;
   tokens: LocalTokens;
   inferenceUrl: string;
   simulator: Simulator | null;
@@ -240,6 +241,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   }
   return {
     apiUrl: `http://127.0.0.1:${port}`,
+    persistTo: options.persistTo,
     tokens,
     inferenceUrl,
     simulator,

@@ -3,6 +3,7 @@
  * `edgeroll env new` adds its import and entry at the marker lines; keep them.
  */
 import { type EnvironmentMultiTurn, UnknownEnvironmentError } from "../sdk";
+import { Chaos } from "./chaos";
 import { ExactAnswer } from "./exact-answer";
 import { GuessNumber } from "./guess-number";
 import { ToolAgent } from "./tool-agent";
@@ -11,6 +12,8 @@ import { ToolAgent } from "./tool-agent";
 
 /** A fresh instance per use: environments keep no state between calls. */
 const BUILT_IN: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
+  // Fault injection for the reliability suites, not a task: see chaos.ts.
+  chaos: () => new Chaos(),
   "exact-answer": () => new ExactAnswer(),
   "guess-number": () => new GuessNumber(),
   "tool-agent": () => new ToolAgent(),

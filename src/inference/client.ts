@@ -187,6 +187,17 @@ export async function generate(
           return { kind: "failed", reason, attempts, message: failure.message };
         }
         const delayMs = backoffMs(attempts, failure.retryAfterS);
+        if (Date.now() + delayMs >= started + options.deadlineMs) {
+          // The host answered, badly, until the time ran out: report that, not a timeout.
+          const reason =
+            failure.cause === "malformed" ? "inference_malformed" : "inference_unavailable";
+          return {
+            kind: "failed",
+            reason,
+            attempts,
+            message: `${failure.message} (no time left to retry)`,
+          };
+        }
         if (delayMs > (options.maxInlineBackoffMs ?? Number.POSITIVE_INFINITY)) {
           return { kind: "retry_later", attempts, delayMs, message: failure.message };
         }

@@ -46,6 +46,19 @@ function fitsContext(rt: GroupRuntime, idx: number, transcript: readonly ChatMes
   return used + request.sampling.max_completion_tokens <= request.max_context_tokens;
 }
 
+/**
+ * The runtime cancels an environment whose code hangs or exhausts its limits; that is the
+ * environment's fault, so it ends the episode at once instead of being retried like a lost call.
+ */
+function environmentFault(message: string): { reason: string; detail: string } | null {
+  if (/code had hung|never generate a response/i.test(message)) {
+    return { reason: "step_timeout", detail: `the environment hung: ${message}` };
+  }
+  if (/exceeded (its )?(CPU|memory)|CPU time limit|memory limit/i.test(message))
+    return { reason: "env_error", detail: message };
+  return null;
+}
+
 async function callStepWorker<T>(
   rt: GroupRuntime,
   idx: number,
@@ -57,6 +70,11 @@ async function callStepWorker<T>(
     try {
       return await withTimeout(call(), timeoutMs);
     } catch (error) {
+      const fault = environmentFault(errorMessage(error));
+      if (fault !== null) {
+        rt.store.finish(idx, "failed", fault.reason, `${what}: ${fault.detail}`);
+        return null;
+      }
       if (attempt >= STEP_CALL_ATTEMPTS) {
         rt.store.finish(idx, "failed", "step_unavailable", `${what}: ${errorMessage(error)}`);
         return null;

@@ -1,13 +1,16 @@
 /**
  * Per-request fault directives, written after the model name: `sim+fail:503:2+latency:300`.
  *
- *   hang             never answer
+ *   hang[:N]         never answer (the first N tries of each distinct request, or all)
  *   stall            send headers and a first chunk, then nothing (streaming)
  *   fail:S[:N]       answer status S (the first N tries of each distinct request; default all)
  *   reset[:N]        drop the connection
  *   malformed[:N]    answer a body that does not parse
  *   cut[:N]          cut the stream half-way
  *   latency:MS       answer MS later
+ *   trickle:MS       stream one token every MS
+ *   chaos:P          each try fails with probability P, in a random way (status, reset,
+ *                    malformed body, cut stream)
  *   context:T        reject prompts over T tokens as too long for the context
  *   retryafter:S     the Retry-After header (seconds) sent with simulated errors (default 0)
  *   native           send tool calls as OpenAI `tool_calls` instead of text blocks
@@ -21,6 +24,8 @@ export interface Directives {
   /** A fault applied to every attempt. */
   always: "hang" | "stall" | null;
   extraLatencyMs: number;
+  trickleMs?: number;
+  chaos: number;
   contextLimit?: number;
   retryAfterS: number;
   native: boolean;
@@ -33,6 +38,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     always: null,
     extraLatencyMs: 0,
     retryAfterS: 0,
+    chaos: 0,
     native: false,
   };
   for (const spec of parts) {
@@ -41,7 +47,9 @@ export function parseModel(model: string): { name: string; directives: Directive
     const [kind, a, b] = part.split(":");
     const times = (n: string | undefined) =>
       n === undefined ? Number.POSITIVE_INFINITY : Number(n);
-    if (kind === "hang" || kind === "stall") directives.always = kind;
+    if (kind === "hang" && a !== undefined)
+      directives.failFirst.push({ fault: "hang", times: Number(a), ...atTurn });
+    else if (kind === "hang" || kind === "stall") directives.always = kind;
     else if (kind === "native") directives.native = true;
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
@@ -50,6 +58,8 @@ export function parseModel(model: string): { name: string; directives: Directive
     } else if (kind === "latency") directives.extraLatencyMs = Number(a);
     else if (kind === "context") directives.contextLimit = Number(a);
     else if (kind === "retryafter") directives.retryAfterS = Number(a);
+    else if (kind === "trickle") directives.trickleMs = Number(a);
+    else if (kind === "chaos") directives.chaos = Number(a);
   }
   return { name, directives };
 }

@@ -40,6 +40,11 @@ export interface SimulatorStats {
   requests: number;
   outcomes: Record<string, number>;
   byModel: Record<string, { requests: number; outcomes: Record<string, number> }>;
+  /**
+   * Pipeline time between turns, as the host sees it: from finishing generation t of an
+   * episode to receiving its request t+1 (stepping the environment, persisting, queueing).
+   */
+  turnOverheadMs: { count: number; p50: number | null; p99: number | null; mean: number | null };
 }
 
 export interface Simulator {
@@ -132,6 +137,24 @@ function complete(request: CompletionRequest, random: Random): Choice {
   return { text, finishReason: "stop", tokens: tokens.length, toolCalls: [] };
 }
 
+/** Identifies a transcript by its roles and contents, as edgeroll sends them back. */
+function transcriptKey(
+  messages: readonly { role: string; content?: string | null | undefined }[],
+): number {
+  return hashString(JSON.stringify(messages.map((m) => [m.role, m.content ?? ""])));
+}
+
+function percentile(sorted: readonly number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? null;
+}
+
+function summarize(samples: readonly number[]): SimulatorStats["turnOverheadMs"] {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mean = sorted.length > 0 ? sorted.reduce((a, b) => a + b, 0) / sorted.length : null;
+  return { count: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
+}
+
 function promptTokens(request: CompletionRequest): number {
   return request.messages.reduce((sum, m) => sum + countTokens(m.content ?? "") + 4, 2);
 }
@@ -139,7 +162,10 @@ function promptTokens(request: CompletionRequest): number {
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const latency = { ...NO_LATENCY, ...options.latency };
   const faults = { ...NO_FAULTS, ...options.faults };
-  const stats: SimulatorStats = { requests: 0, outcomes: {}, byModel: {} };
+  const stats: Omit<SimulatorStats, "turnOverheadMs"> = { requests: 0, outcomes: {}, byModel: {} };
+  /** When each answered generation finished, by the transcript it extended; for overheads. */
+  const finishedAt = new Map<number, number>();
+  const overheads: number[] = [];
   const attemptsByRequest = new Map<string, number>();
   const sockets = new Set<Socket>();
 
@@ -176,6 +202,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     attemptsByRequest.set(key, attempt);
     const random = seededRandom(parsed.seed ?? Math.floor(Math.random() * 2 ** 31));
     const turn = parsed.messages.filter((m) => m.role === "assistant").length;
+    const lastAction = parsed.messages.findLastIndex((m) => m.role === "assistant");
+    if (lastAction !== -1) {
+      const parent = finishedAt.get(transcriptKey(parsed.messages.slice(0, lastAction + 1)));
+      if (parent !== undefined && overheads.length < 1_000_000) overheads.push(Date.now() - parent);
+    }
     const fault = chooseFault(directives, attempt, turn, random);
     const prompt = promptTokens(parsed);
     if (directives.contextLimit !== undefined && prompt > directives.contextLimit) {
@@ -224,8 +255,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const id = `chatcmpl-sim-${hashString(key)}-${attempt}`;
     const created = Math.floor(Date.now() / 1000);
     if (!parsed.stream) {
-      await sleep(latency.msPerToken * usage.completion_tokens);
+      await sleep((directives.trickleMs ?? latency.msPerToken) * usage.completion_tokens);
       if (res.destroyed) return;
+      markFinished(parsed, choices[0]);
       return json(res, 200, {
         id,
         object: "chat.completion",
@@ -264,7 +296,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       for (const [i, piece] of pieces.entries()) {
         if (fault === "cut" && i >= pieces.length / 2) return res.destroy();
         if (fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
-        await sleep(latency.msPerToken * countTokens(piece));
+        await sleep((directives.trickleMs ?? latency.msPerToken) * countTokens(piece));
         if (res.destroyed) return;
         send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
       }
@@ -304,7 +336,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       send({ choices: [{ index, delta: {}, finish_reason: choice.finishReason }] });
     }
     if (parsed.stream_options?.include_usage) send({ choices: [], usage });
+    markFinished(parsed, choices[0]);
     res.end("data: [DONE]\n\n");
+  }
+
+  function markFinished(request: CompletionRequest, choice: Choice | undefined): void {
+    if (choice === undefined) return;
+    const action = {
+      role: "assistant",
+      content: choice.toolCalls.length > 0 && choice.text === "" ? "" : choice.text,
+    };
+    finishedAt.set(transcriptKey([...request.messages, action]), Date.now());
+    // Bounded: the oldest entries go first (Map keeps insertion order).
+    if (finishedAt.size > 200_000) finishedAt.delete(finishedAt.keys().next().value as number);
   }
 
   function chooseFault(
@@ -317,6 +361,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       if (attempt <= times && (atTurn === undefined || atTurn === turn)) return fault;
     }
     if (directives.always !== null) return directives.always;
+    if (directives.chaos > 0 && Math.random() < directives.chaos) {
+      return (
+        ["error_500", "error_503", "error_429", "reset", "malformed", "cut"][
+          Math.floor(Math.random() * 6)
+        ] ?? "error_503"
+      );
+    }
     const roll = Math.random();
     let edge = faults.errorRate;
     if (roll < edge)
@@ -350,7 +401,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
           data: [{ id: "edgeroll-sim", object: "model", owned_by: "edgeroll" }],
         });
       } else if (req.method === "GET" && path === "/sim/stats") {
-        json(res, 200, stats);
+        json(res, 200, { ...stats, turnOverheadMs: summarize(overheads) });
+      } else if (req.method === "POST" && path === "/sim/stats/reset") {
+        overheads.length = 0;
+        json(res, 200, { ok: true });
       } else {
         json(res, 404, { error: { message: `no route ${req.method} ${path}` } });
       }
@@ -368,7 +422,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   return {
     url: `http://${options.host ?? "127.0.0.1"}:${port}/v1`,
     port,
-    stats: () => structuredClone(stats),
+    stats: () => ({ ...structuredClone(stats), turnOverheadMs: summarize(overheads) }),
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -127,8 +127,19 @@ describe("the inference client", () => {
   });
 
   it("hands back a long Retry-After instead of sleeping on it", async () => {
-    const outcome = await call("sim+fail:503:1+retryafter:3", { maxInlineBackoffMs: 1000 });
+    const outcome = await call("sim+fail:503:1+retryafter:3", {
+      maxInlineBackoffMs: 1000,
+      deadlineMs: 10_000,
+    });
     expect(outcome).toMatchObject({ kind: "retry_later", attempts: 1, delayMs: 3000 });
+  });
+
+  it("stops retrying when the wait would outlast the deadline, and reports why", async () => {
+    const outcome = await call("sim+fail:503:1+retryafter:3", { deadlineMs: 2000 });
+    expect(outcome).toMatchObject({ kind: "failed", reason: "inference_unavailable", attempts: 1 });
+    const malformed = await call("sim+malformed", { deadlineMs: 400, maxRetries: 10 });
+    expect(malformed).toMatchObject({ kind: "failed", reason: "inference_malformed" });
+    if (malformed.kind === "failed") expect(malformed.message).toMatch(/no time left to retry/);
   });
 
   it("aborts at the deadline, whether the host hangs or stalls mid-stream", async () => {

@@ -1,0 +1,129 @@
+/** Shared pieces of the reliability runs: a local stack, landing groups, checking transcripts. */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import pMap from "p-map";
+import { type LocalStack, type LocalStackOptions, startLocalStack } from "../src/cli/local-stack";
+import type {
+  EdgerollClient,
+  EpisodePage,
+  GroupView,
+  StartGroupInput,
+} from "../src/client/edgeroll-client";
+
+export const RESULTS = resolve(import.meta.dirname, "results");
+
+export type Episode = EpisodePage["episodes"][number];
+
+/** Starts a stack on a fresh state directory, runs `body`, and always cleans up. */
+export async function withStack<T>(
+  options: Omit<LocalStackOptions, "persistTo">,
+  body: (stack: LocalStack) => Promise<T>,
+): Promise<T> {
+  const state = mkdtempSync(join(tmpdir(), "edgeroll-reliability-"));
+  const stack = await startLocalStack({ ...options, persistTo: state });
+  try {
+    return await body(stack);
+  } finally {
+    await stack.stop();
+    rmSync(state, { recursive: true, force: true });
+  }
+}
+
+/** Starts every group (idempotently) and waits for all of them to land or fail. */
+export async function landGroups(
+  client: EdgerollClient,
+  requests: readonly StartGroupInput[],
+  concurrency = 32,
+  timeoutMs = 300_000,
+): Promise<GroupView[]> {
+  return pMap(
+    requests,
+    async (request) => {
+      const key = `${request.run_id}:${request.example.id}`;
+      const started = await client.startGroup(request, { idempotencyKey: key });
+      return client.waitForGroup(started.group_id, { timeoutMs, intervalMs: 200 });
+    },
+    { concurrency },
+  );
+}
+
+/** Every landed episode of a run, with transcripts. */
+export async function episodesOf(client: EdgerollClient, runId: string): Promise<Episode[]> {
+  const all: Episode[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listEpisodes({
+      run_id: runId,
+      include: ["messages"],
+      limit: 500,
+      ...(cursor ? { cursor } : {}),
+    });
+    all.push(...page.episodes);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  return all;
+}
+
+/** What landing should guarantee: every episode there once, each transcript whole. */
+export function integrity(groups: readonly GroupView[], episodes: readonly Episode[]) {
+  const expected = groups.reduce((n, g) => n + g.episodes.length, 0);
+  const ids = new Set(episodes.map((e) => e.episode_id));
+  const broken = episodes.filter((e) => {
+    const sampled = (e.messages ?? []).filter((m) => m.sampled).length;
+    return sampled !== e.turns;
+  });
+  return {
+    expected,
+    landed: ids.size,
+    lost: expected - ids.size,
+    duplicated: episodes.length - ids.size,
+    brokenTranscripts: broken.length,
+    unaccounted: episodes.filter((e) => !["completed", "truncated", "failed"].includes(e.status))
+      .length,
+  };
+}
+
+export function countBy<T>(items: readonly T[], key: (item: T) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
+  return out;
+}
+
+export function writeResult(name: string, data: unknown): string {
+  mkdirSync(RESULTS, { recursive: true });
+  const file = join(RESULTS, `${name}.json`);
+  writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+  return file;
+}
+
+export function flag(name: string): boolean {
+  return process.argv.includes(`--${name}`);
+}
+
+export function option(name: string, fallback: string): string {
+  const at = process.argv.indexOf(`--${name}`);
+  return at === -1 ? fallback : (process.argv[at + 1] ?? fallback);
+}
+
+export async function simStats(stack: LocalStack) {
+  return stack.simulator?.stats();
+}
+
+export const guessRequest = (
+  runId: string,
+  i: number,
+  model: string,
+  extra: Partial<StartGroupInput> = {},
+): StartGroupInput => ({
+  env: "guess-number",
+  example: {
+    id: `${runId}-${i}`,
+    input: "Find the number.",
+    metadata: { secret: 1 + ((i * 37) % 100) },
+  },
+  group_size: 4,
+  run_id: runId,
+  sampling: { model, temperature: 0.5, seed: 1000 + i, max_completion_tokens: 64 },
+  ...extra,
+});

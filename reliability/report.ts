@@ -1,0 +1,213 @@
+/** Writes RELIABILITY.md from the result files of the reliability runs. */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { RESULTS } from "./harness";
+import type { Row } from "./suites";
+
+const FILE = resolve(import.meta.dirname, "../RELIABILITY.md");
+
+function read<T>(name: string): T | null {
+  const file = join(RESULTS, `${name}.json`);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as T) : null;
+}
+
+const cell = (text: string | number) => String(text).replaceAll("|", "\\|").replaceAll("\n", " ");
+
+function table(rows: readonly Row[]): string {
+  return [
+    "| fault | tried | what happened | expected | lost | duplicated | as expected |",
+    "|---|---|---|---|---|---|---|",
+    ...rows.map(
+      (r) =>
+        `| ${cell(r.fault)} | ${cell(r.tried)} | ${cell(r.outcome)} | ${cell(r.expected)} | ${r.lost} | ${r.duplicated} | ${r.ok ? "yes" : "**NO**"} |`,
+    ),
+  ].join("\n");
+}
+
+export interface CrashResult {
+  date: string;
+  short: boolean;
+  groups: number;
+  groupSize: number;
+  kills: { atSeconds: number; landedBefore: number }[];
+  seconds: number;
+  landedGroups: number;
+  failedGroups: number;
+  episodes: number;
+  expectedEpisodes: number;
+  duplicatedEpisodes: number;
+  brokenTranscripts: number;
+  unaccountedEpisodes: number;
+  redispatches: number;
+  failureReasons: Record<string, number>;
+  ok: boolean;
+}
+
+export interface LoadResult {
+  date: string;
+  short: boolean;
+  groups: number;
+  groupSize: number;
+  started: number;
+  landed: number;
+  served: number;
+  episodes: number;
+  distinctEpisodes: number;
+  lost: number;
+  duplicated: number;
+  failedEpisodes: number;
+  peakInFlightEpisodes: number;
+  seconds: number;
+  turns: number;
+  turnsPerSecond: number;
+  overheadMs: { count: number; p50: number | null; p99: number | null; mean: number | null };
+  latency: { ttftMs: number; msPerToken: number; msPerPromptToken: number };
+  ok: boolean;
+}
+
+const WORKERD_TESTS = [
+  [
+    "Durable Object evicted mid-turn",
+    "test/worker/restarts.test.ts",
+    "3 episodes parked on a persisted retry at turn 2, object evicted, resumed from storage; landed once, transcripts contiguous, storage deleted",
+  ],
+  [
+    "Durable Object evicted mid-scoring",
+    "test/worker/restarts.test.ts",
+    "scoring times out once, object evicted while the scoring retry waits; resumed, graded, landed once",
+  ],
+  [
+    "Durable Object evicted mid-landing",
+    "test/worker/restarts.test.ts",
+    "D1 refuses the landing, object evicted while the landing retry waits; resumed, landed once",
+  ],
+  [
+    "generation lost with its instance",
+    "test/worker/restarts.test.ts",
+    "generations marked sent by a dead instance are re-dispatched, counted in `redispatches`, and the group lands",
+  ],
+  [
+    "duplicate alarm delivery",
+    "test/worker/restarts.test.ts",
+    "10 extra alarm() calls while running and after landing: no second driver, one landing",
+  ],
+  [
+    "D1 write failure during landing",
+    "test/worker/rollout-group.test.ts",
+    "messages table renamed away: object keeps transcripts, records `last_error`, retries, lands when D1 is back",
+  ],
+  [
+    "environment throws",
+    "test/worker/rollout-group.test.ts",
+    "6 episodes, those whose first guess is odd fail `env_error`, the others land with advantages",
+  ],
+  [
+    "host hangs past a 2 s deadline",
+    "test/worker/rollout-group.test.ts",
+    "exactly 2 requests (one retry), then `generation_timeout`; late output never in the transcript",
+  ],
+  [
+    "request schemas, fuzzed",
+    "test/worker/fuzz.test.ts",
+    "150 mutated or random bodies for POST /v1/groups and 150 for the lease: no 5xx, a refusal stores nothing",
+  ],
+  [
+    "action parser and episodes, fuzzed",
+    "test/sdk/properties.test.ts",
+    "2,500 random or protocol-shaped actions parsed without a throw; 600 random-action episodes end with a valid reward",
+  ],
+] as const;
+
+export function renderReport(): void {
+  const faults = read<{ date: string; short: boolean; seconds: number; rows: Row[] }>("faults");
+  const crash = read<CrashResult>("crash");
+  const load = read<LoadResult>("load");
+  const sections = [
+    "# Reliability",
+    "",
+    "What edgeroll does when things go wrong, measured. Every table below is written by a command in this",
+    'repository; rerun it and this file is rewritten with your figures. "Lost" counts episodes (or groups)',
+    'that should have landed and did not; "duplicated" counts any that landed twice. The runs use the real',
+    "stack: the Worker under `wrangler dev` (workerd, Durable Objects and D1 on disk) and the inference",
+    "simulator as an HTTP host, steered per request by the directives in `src/sim/directives.ts`.",
+    "",
+    "## Faults and bad input",
+    "",
+    faults
+      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} on ${faults.date.slice(0, 10)} in ${faults.seconds.toFixed(0)} s (deadlines of 3 s, step timeout 2 s, so that deadline faults finish quickly).`
+      : "Not run yet: `npm run reliability`.",
+    "",
+    faults ? table(faults.rows) : "",
+    "",
+    "## Process crash",
+    "",
+    crash
+      ? [
+          `Produced by \`npm run test:crash${crash.short ? " -- --short" : ""}\` on ${crash.date.slice(0, 10)}: ${crash.groups} groups of ${crash.groupSize} episodes started through \`wrangler dev\`,`,
+          `the workerd process tree killed with SIGKILL ${crash.kills.length} times at random points and restarted on the same state directory.`,
+          "",
+          "| figure | value |",
+          "|---|---|",
+          `| kills (seconds into the run: groups landed before) | ${crash.kills.map((k) => `${k.atSeconds.toFixed(1)} s: ${k.landedBefore}`).join("; ")} |`,
+          `| groups started / landed / landed as failed | ${crash.groups} / ${crash.landedGroups} / ${crash.failedGroups} |`,
+          `| episodes expected / landed | ${crash.expectedEpisodes} / ${crash.episodes} |`,
+          `| duplicated episodes | ${crash.duplicatedEpisodes} |`,
+          `| transcripts with gaps or a turn count that disagrees | ${crash.brokenTranscripts} |`,
+          `| episodes without a final status | ${crash.unaccountedEpisodes} |`,
+          `| generations lost with a killed process and re-dispatched | ${crash.redispatches} |`,
+          `| episode failures by reason | ${
+            Object.entries(crash.failureReasons)
+              .map(([r, n]) => `${r}: ${n}`)
+              .join(", ") || "none"
+          } |`,
+          `| wall time | ${crash.seconds.toFixed(0)} s |`,
+          `| every group landed exactly once, every episode accounted for | ${crash.ok ? "yes" : "**NO**"} |`,
+        ].join("\n")
+      : "Not run yet: `npm run test:crash`.",
+    "",
+    "## Load",
+    "",
+    load
+      ? [
+          `Produced by \`npm run test:load${load.short ? " -- --short" : ""}\` on ${load.date.slice(0, 10)}: ${load.groups} groups of ${load.groupSize} episodes started at once against the simulator`,
+          `(${load.latency.ttftMs} ms to first token, ${load.latency.msPerToken} ms per token, ${load.latency.msPerPromptToken} ms per prompt token), then leased and acked.`,
+          "",
+          "| figure | value |",
+          "|---|---|",
+          `| groups started / landed / served to a trainer | ${load.started} / ${load.landed} / ${load.served} |`,
+          `| episodes landed / distinct | ${load.episodes} / ${load.distinctEpisodes} |`,
+          `| lost / duplicated | ${load.lost} / ${load.duplicated} |`,
+          `| failed episodes | ${load.failedEpisodes} |`,
+          `| most episodes in flight at once | ${load.peakInFlightEpisodes} |`,
+          `| sampled turns, and turns per second | ${load.turns}, ${load.turnsPerSecond.toFixed(1)} |`,
+          `| turn overhead p50 / p99 / mean (ms) | ${load.overheadMs.p50} / ${load.overheadMs.p99} / ${load.overheadMs.mean?.toFixed(1)} |`,
+          `| wall time | ${load.seconds.toFixed(0)} s |`,
+          `| started = landed = served, nothing lost or duplicated | ${load.ok ? "yes" : "**NO**"} |`,
+          "",
+          "Turn overhead is measured by the inference host: the time from finishing an episode's generation t",
+          "to receiving its request t+1 — stepping the environment, persisting, the permit, building the request.",
+        ].join("\n")
+      : "Not run yet: `npm run test:load`.",
+    "",
+    "## In the test suite (`npm test`)",
+    "",
+    "Faults that need the test harness's control over Durable Objects (eviction, alarm delivery) run in",
+    "workerd through `@cloudflare/vitest-plugin`, against the simulator as a real HTTP host. Rerun one with",
+    "`npx vitest run <file>`; each passes only if the group lands exactly once with every episode accounted for.",
+    "",
+    "| fault | file | what the test does and asserts |",
+    "|---|---|---|",
+    ...WORKERD_TESTS.map(([fault, file, what]) => `| ${fault} | \`${file}\` | ${what} |`),
+    "",
+    "## Access",
+    "",
+    "Bearer tokens by role from the `API_TOKENS` secret; constant-time comparison of SHA-256 digests; 401",
+    "without or with an unknown token, 403 with a token that lacks the role; a batch can be settled only by",
+    "the trainer that leased it; with no tokens configured the Worker serves local requests only.",
+    "`test/worker/access.test.ts` checks every route against every role.",
+    "",
+  ];
+  writeFileSync(FILE, sections.join("\n"));
+}
+
+if (process.argv[1]?.endsWith("report.ts")) renderReport();

@@ -1,0 +1,58 @@
+/**
+ * `npm run reliability [-- --short] [--suites host,env,trainer,input]`: runs the fault suites
+ * against a real local stack and rewrites RELIABILITY.md from every result on file.
+ */
+import { EdgerollClient } from "../src/client/edgeroll-client";
+import { flag, option, withStack, writeResult } from "./harness";
+import { renderReport } from "./report";
+import { badInput, envFaults, hostFaults, type Row, trainerFaults } from "./suites";
+
+const short = flag("short");
+const suites = option("suites", "host,env,trainer,input").split(",");
+const started = Date.now();
+
+const rows = await withStack(
+  {
+    // Deadlines of seconds, not minutes, so deadline faults finish quickly.
+    vars: {
+      GENERATION_DEADLINE_MIN_S: "3",
+      GENERATION_DEADLINE_MAX_S: "3",
+      STEP_TIMEOUT_S: "2",
+      HEARTBEAT_S: "2",
+      MAX_INFLIGHT_GENERATIONS: "512",
+    },
+    sim: { latency: { ttftMs: 20, msPerToken: 2, msPerPromptToken: 0 } },
+  },
+  async (stack) => {
+    const client = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin });
+    const all: Row[] = [];
+    const run = async (name: string, suite: () => Promise<Row[]>) => {
+      if (!suites.includes(name)) return;
+      const t = Date.now();
+      const result = await suite();
+      console.log(
+        `${name}: ${result.filter((r) => r.ok).length}/${result.length} rows as expected (${((Date.now() - t) / 1000).toFixed(1)} s)`,
+      );
+      all.push(...result);
+    };
+    await run("host", () => hostFaults(stack, client, short ? 2 : 6));
+    await run("env", () => envFaults(client, short ? 2 : 4));
+    await run("trainer", () => trainerFaults(stack, client, short ? 12 : 24));
+    await run("input", () => badInput(stack, short ? 3 : 10));
+    return all;
+  },
+);
+
+writeResult("faults", {
+  date: new Date().toISOString(),
+  short,
+  seconds: (Date.now() - started) / 1000,
+  rows,
+});
+renderReport();
+const failed = rows.filter((r) => !r.ok);
+for (const row of failed) console.error(`NOT AS EXPECTED: ${row.fault}: ${row.outcome}`);
+console.log(
+  `${rows.length - failed.length}/${rows.length} rows as expected; RELIABILITY.md updated`,
+);
+process.exitCode = failed.length === 0 ? 0 : 1;
