@@ -29,6 +29,7 @@ export default defineConfig({
                 GENERATION_DEADLINE_MAX_S: "2",
                 HEARTBEAT_S: "1",
                 STEP_TIMEOUT_S: "5",
+                SCORE_TIMEOUT_S: "2",
                 MAX_DELIVERIES: "3",
                 API_TOKENS: JSON.stringify(TEST_TOKENS),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),

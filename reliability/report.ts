@@ -119,7 +119,20 @@ const WORKERD_TESTS = [
 ] as const;
 
 export function renderReport(): void {
-  const faults = read<{ date: string; short: boolean; seconds: number; rows: Row[] }>("faults");
+  const suites = ["host", "env", "trainer", "input"]
+    .map((name) =>
+      read<{ date: string; short: boolean; seconds: number; rows: Row[] }>(`faults-${name}`),
+    )
+    .filter((s) => s !== null);
+  const faults =
+    suites.length === 0
+      ? null
+      : {
+          date: suites.map((s) => s.date).sort()[0] as string,
+          short: suites.some((s) => s.short),
+          seconds: suites.reduce((a, s) => a + s.seconds, 0),
+          rows: suites.flatMap((s) => s.rows),
+        };
   const crash = read<CrashResult>("crash");
   const load = read<LoadResult>("load");
   const sections = [

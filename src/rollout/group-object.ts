@@ -91,6 +91,8 @@ export class RolloutGroup extends DurableObject<Env> {
   /** The live view of a group still in flight; null when this object holds no group. */
   async status(): Promise<LiveGroupStatus | null> {
     if (!this.store.exists()) return null;
+    // Being asked is a wake-up too: after a restart, do not wait for the alarm to resume.
+    if (this.drivers.size === 0 && this.finishing === null) this.resume().catch(() => {});
     const group = this.store.group();
     return {
       spec: group.spec,

@@ -1,8 +1,24 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { GuessNumber } from "../../src/environments/guess-number";
+import { registerEnvironment } from "../../src/environments/registry";
 import type { EpisodeStatus, LiveGroupStatus, RolloutGroup } from "../../src/rollout/group-object";
-import { groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
+import type { EnvironmentEpisode, TaskExample } from "../../src/sdk";
+import { getGroup, groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
+
+/** Guess-number whose first grading of each example hangs past SCORE_TIMEOUT_S. */
+const gradedOnce = new Set<string>();
+class SlowFirstScoring extends GuessNumber {
+  override async scoreEpisodes(example: TaskExample, episodes: readonly EnvironmentEpisode[]) {
+    if (!gradedOnce.has(example.id)) {
+      gradedOnce.add(example.id);
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+    }
+    return super.scoreEpisodes(example, episodes);
+  }
+}
+registerEnvironment("slow-first-scoring", () => new SlowFirstScoring());
 
 async function until(condition: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -118,6 +134,52 @@ describe("restarts", () => {
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
     expect(group.episodes.reduce((sum: number, e: Json) => sum + e.redispatches, 0)).toBe(lost);
+    await expectLandedOnce(id, 2);
+  });
+
+  it("an object evicted mid-scoring resumes, grades and lands exactly once", async () => {
+    const id = await startGroup({
+      env: "slow-first-scoring",
+      example: guessExample("evict-scoring", 45),
+      group_size: 3,
+      sampling: { model: "sim", temperature: 1, seed: 31 },
+    });
+    // The first grading runs past SCORE_TIMEOUT_S (2 s): the group waits in `scoring` for a retry.
+    await until(
+      async () =>
+        ((await getGroup(id)) as Json).last_error === "scoreEpisodes ran past SCORE_TIMEOUT_S",
+    );
+    expect((await getGroup(id)).status).toBe("scoring");
+    await evictDurableObject(groupStub(id));
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    expect(group.episodes.every((e: Json) => e.score !== null)).toBe(true);
+    await expectLandedOnce(id, 3);
+    expect(await storageTables(groupStub(id))).toEqual([]);
+  });
+
+  it("an object evicted mid-landing keeps its transcripts and lands exactly once when D1 is back", async () => {
+    await env.DB.exec("ALTER TABLE messages RENAME TO messages_away");
+    let id = "";
+    try {
+      id = await startGroup({
+        env: "guess-number",
+        example: guessExample("evict-landing", 12),
+        group_size: 2,
+        sampling: { model: "sim", temperature: 0 },
+      });
+      await until(async () => (((await getGroup(id)) as Json).last_error ?? "").startsWith("D1:"));
+      await evictDurableObject(groupStub(id));
+      // The new instance, built from storage alone, still holds every transcript.
+      const held = await runInDurableObject(groupStub(id), (_instance, state) =>
+        Number(state.storage.sql.exec("SELECT COUNT(*) AS n FROM messages").one().n),
+      );
+      expect(held).toBeGreaterThan(4);
+    } finally {
+      await env.DB.exec("ALTER TABLE messages_away RENAME TO messages");
+    }
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
     await expectLandedOnce(id, 2);
   });
 

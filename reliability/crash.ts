@@ -1,0 +1,175 @@
+/**
+ * `npm run test:crash [-- --short]`: runs a load of groups through `wrangler dev`, kills the
+ * workerd process tree with SIGKILL at random points several times, restarts it on the same
+ * state directory, and checks that every group started lands exactly once with every episode
+ * accounted for. Writes reliability/results/crash.json and RELIABILITY.md.
+ */
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pMap from "p-map";
+import {
+  apiTokensVar,
+  applyMigrations,
+  freePort,
+  localTokens,
+  startWorker,
+  stopProcessGroup,
+} from "../src/cli/local-stack";
+import { runSql } from "../src/cli/sql";
+import { EdgerollClient, type GroupView } from "../src/client/edgeroll-client";
+import { startSimulator } from "../src/sim/server";
+import { flag, guessRequest, writeResult } from "./harness";
+import { type CrashResult, renderReport } from "./report";
+
+const short = flag("short");
+const GROUPS = short ? 16 : 48;
+const SIZE = 4;
+const KILLS = short ? 3 : 6;
+const RUN = "crash";
+
+const started = Date.now();
+const state = mkdtempSync(join(tmpdir(), "edgeroll-crash-"));
+// The host outlives the Worker's crashes, as a real GPU host would.
+const simulator = await startSimulator({
+  latency: { ttftMs: 150, msPerToken: 8, msPerPromptToken: 0.05 },
+});
+applyMigrations(state);
+const tokens = localTokens(state);
+const port = await freePort();
+const worker = {
+  persistTo: state,
+  port,
+  inferenceUrl: simulator.url,
+  // Wake quickly after a restart, and allow the re-dispatches many kills will cause.
+  vars: { API_TOKENS: apiTokensVar(tokens), HEARTBEAT_S: "1", MAX_REDISPATCHES: "20" },
+};
+const client = new EdgerollClient({
+  baseUrl: `http://127.0.0.1:${port}`,
+  token: tokens.admin,
+  attempts: 20,
+});
+const requests = Array.from({ length: GROUPS }, (_, i) =>
+  guessRequest(RUN, i, "sim", {
+    sampling: { model: "sim", temperature: 1, seed: 9000 + i, max_completion_tokens: 64 },
+  }),
+);
+const groupIds = new Map<number, string>();
+
+/** Starts (or, by idempotency key, re-finds) the groups in `indexes`; tolerates a dead Worker. */
+async function startSome(indexes: readonly number[]): Promise<void> {
+  await pMap(
+    indexes,
+    async (i) => {
+      const request = requests[i];
+      if (request === undefined) return;
+      try {
+        const { group_id } = await client.startGroup(request, { idempotencyKey: `${RUN}:${i}` });
+        groupIds.set(i, group_id);
+      } catch {
+        // The Worker was killed mid-call; the next round retries with the same key.
+      }
+    },
+    { concurrency: 16 },
+  );
+}
+
+async function landedCount(): Promise<number> {
+  const rows = runSql(
+    `SELECT COUNT(*) AS n FROM groups WHERE run_id = '${RUN}' AND status IN ('landed', 'failed')`,
+    {
+      persistTo: state,
+    },
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+let process_: ChildProcess = await startWorker(worker);
+const kills: CrashResult["kills"] = [];
+const waves = Array.from({ length: KILLS + 1 }, (_, w) =>
+  requests.map((_, i) => i).filter((i) => i % (KILLS + 1) === w),
+);
+try {
+  for (let k = 0; k < KILLS; k++) {
+    await startSome([
+      ...(waves[k] ?? []),
+      ...requests.map((_, i) => i).filter((i) => !groupIds.has(i)),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 800 + Math.random() * 2200));
+    const landedBefore = await landedCount();
+    await stopProcessGroup(process_, "SIGKILL");
+    kills.push({ atSeconds: (Date.now() - started) / 1000, landedBefore });
+    console.log(
+      `kill ${k + 1}/${KILLS} at ${kills.at(-1)?.atSeconds.toFixed(1)} s (${landedBefore} groups landed so far); restarting`,
+    );
+    process_ = await startWorker(worker);
+  }
+  await startSome([
+    ...(waves[KILLS] ?? []),
+    ...requests.map((_, i) => i).filter((i) => !groupIds.has(i)),
+  ]);
+  if (groupIds.size !== GROUPS)
+    throw new Error(`only ${groupIds.size} of ${GROUPS} groups could be started`);
+
+  const finished: GroupView[] = await pMap(
+    [...groupIds.values()],
+    (id) => client.waitForGroup(id, { timeoutMs: 300_000, intervalMs: 500 }),
+    {
+      concurrency: 16,
+    },
+  );
+  // Read the database directly, with the Worker stopped so nothing else holds it.
+  await stopProcessGroup(process_);
+  const sql = (query: string) => runSql(query, { persistTo: state });
+  const episodes =
+    sql(`SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS distinct_ids, SUM(redispatches) AS redispatches,
+    SUM(status NOT IN ('completed', 'truncated', 'failed')) AS unaccounted FROM episodes WHERE run_id = '${RUN}'`)[0] ??
+    {};
+  const wrongSize =
+    sql(`SELECT COUNT(*) AS n FROM (SELECT group_id, COUNT(*) AS c FROM episodes WHERE run_id = '${RUN}'
+    GROUP BY group_id HAVING c != ${SIZE})`)[0]?.n;
+  const broken = sql(`SELECT COUNT(*) AS n FROM (
+      SELECT e.id, e.turns, COUNT(m.seq) AS rows, MAX(m.seq) AS top, SUM(m.sampled) AS sampled
+      FROM episodes e JOIN messages m ON m.episode_id = e.id WHERE e.run_id = '${RUN}' GROUP BY e.id)
+    WHERE top + 1 != rows OR sampled != turns`)[0]?.n;
+  const reasons = sql(`SELECT failure_reason AS reason, COUNT(*) AS n FROM episodes
+    WHERE run_id = '${RUN}' AND status = 'failed' GROUP BY failure_reason`);
+  const groupRows = Number(
+    sql(`SELECT COUNT(*) AS n FROM groups WHERE run_id = '${RUN}'`)[0]?.n ?? 0,
+  );
+
+  const result: CrashResult = {
+    date: new Date().toISOString(),
+    short,
+    groups: GROUPS,
+    groupSize: SIZE,
+    kills,
+    seconds: (Date.now() - started) / 1000,
+    landedGroups: finished.filter((g) => g.status === "landed").length,
+    failedGroups: finished.filter((g) => g.status === "failed").length,
+    episodes: Number(episodes.n ?? 0),
+    expectedEpisodes: GROUPS * SIZE,
+    duplicatedEpisodes: Number(episodes.n ?? 0) - Number(episodes.distinct_ids ?? 0),
+    brokenTranscripts: Number(broken ?? 0),
+    unaccountedEpisodes: Number(episodes.unaccounted ?? 0) + Number(wrongSize ?? 0),
+    redispatches: Number(episodes.redispatches ?? 0),
+    failureReasons: Object.fromEntries(reasons.map((r) => [String(r.reason), Number(r.n)])),
+    ok: false,
+  };
+  result.ok =
+    groupRows === GROUPS &&
+    result.landedGroups + result.failedGroups === GROUPS &&
+    result.episodes === result.expectedEpisodes &&
+    result.duplicatedEpisodes === 0 &&
+    result.brokenTranscripts === 0 &&
+    result.unaccountedEpisodes === 0;
+  writeResult("crash", result);
+  renderReport();
+  console.log(JSON.stringify({ ...result, kills: result.kills.length }, null, 2));
+  process.exitCode = result.ok ? 0 : 1;
+} finally {
+  await stopProcessGroup(process_);
+  await simulator.close();
+  rmSync(state, { recursive: true, force: true });
+}
