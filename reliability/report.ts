@@ -147,7 +147,7 @@ export function renderReport(): void {
     "## Faults and bad input",
     "",
     faults
-      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} on ${faults.date.slice(0, 10)} in ${faults.seconds.toFixed(0)} s (deadlines of 3 s, step timeout 2 s, so that deadline faults finish quickly).`
+      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} on ${faults.date.slice(0, 10)} in ${faults.seconds.toFixed(0)} s (generation deadlines of 10 s and a 2 s step timeout, so that deadline faults finish quickly).`
       : "Not run yet: `npm run reliability`.",
     "",
     faults ? table(faults.rows) : "",

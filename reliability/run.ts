@@ -15,8 +15,8 @@ const rows = await withStack(
   {
     // Deadlines of seconds, not minutes, so deadline faults finish quickly.
     vars: {
-      GENERATION_DEADLINE_MIN_S: "3",
-      GENERATION_DEADLINE_MAX_S: "3",
+      GENERATION_DEADLINE_MIN_S: "10",
+      GENERATION_DEADLINE_MAX_S: "10",
       STEP_TIMEOUT_S: "2",
       HEARTBEAT_S: "2",
       MAX_INFLIGHT_GENERATIONS: "512",
