@@ -8,6 +8,7 @@ import { batchRoutes } from "./batches";
 import { episodeRoutes } from "./episodes";
 import { ApiError, errorBody, renderError } from "./errors";
 import { groupRoutes } from "./groups";
+import { runRoutes } from "./runs";
 import { utf8Body } from "./utf8-body";
 
 /** Requests carry one example and its settings; anything larger is a mistake or an attack. */
@@ -32,6 +33,7 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .get("/v1/environments", (c) => c.json({ environments: environmentNames() }))
   .route("/v1", groupRoutes)
   .route("/v1", episodeRoutes)
+  .route("/v1", runRoutes)
   .route("/v1", batchRoutes)
   .route("/", dashboardRoutes)
   .notFound((c) => c.json(errorBody("not_found", `no route ${c.req.method} ${c.req.path}`), 404))

@@ -20,6 +20,7 @@ export interface LocalStackOptions {
   inferenceUrl?: string;
   /** Extra Worker vars, e.g. { MAX_INFLIGHT_GENERATIONS: "512" }. */
   vars?: Record<string, string>;
+  inspectorPort?: number;
   /** Receives wrangler's output lines (default: dropped). */
   log?: (line: string) => void;
 }
@@ -153,6 +154,8 @@ export async function startWorker(options: {
   inferenceUrl: string;
   vars?: Record<string, string>;
   log?: (line: string) => void;
+  /** Where V8's inspector listens, for profiling; a free port by default. */
+  inspectorPort?: number;
 }): Promise<ChildProcess> {
   const vars = Object.entries({
     INFERENCE_BASE_URL: options.inferenceUrl,
@@ -165,7 +168,7 @@ export async function startWorker(options: {
     "--port",
     String(options.port),
     "--inspector-port",
-    String(await freePort()),
+    String(options.inspectorPort ?? (await freePort())),
     "--persist-to",
     options.persistTo,
     "--show-interactive-dev-session=false",
@@ -233,6 +236,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       port,
       inferenceUrl,
       vars: { API_TOKENS: apiTokensVar(tokens), ...options.vars },
+      ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
       ...(options.log ? { log: options.log } : {}),
     });
   } catch (error) {

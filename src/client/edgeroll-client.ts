@@ -43,6 +43,12 @@ export interface ReleaseResult {
   already_released: boolean;
 }
 
+export interface RunProgress {
+  run_id: string;
+  groups: { total: number; running: number; landed: number; failed: number };
+  episodes: { total: number; landed: number };
+}
+
 export interface EpisodePage {
   episodes: (TrainerEpisode & {
     group_id: string;
@@ -171,6 +177,11 @@ export class EdgerollClient {
       if (Date.now() > until) throw new Error(`group ${groupId} is still ${group.status}`);
       await sleep(options.intervalMs ?? 500);
     }
+  }
+
+  /** Groups of a run by status, from one query: cheaper than polling each group. */
+  getRun(runId: string): Promise<RunProgress> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);
   }
 
   getEpisode(episodeId: string): Promise<EpisodeView> {

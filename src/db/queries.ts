@@ -79,3 +79,18 @@ export async function listEpisodes(
     transcripts.set(m.episodeId, [...(transcripts.get(m.episodeId) ?? []), m]);
   return { episodes: rows, transcripts };
 }
+
+/** How far a run has come, by group status, from one indexed query. */
+export async function runProgress(db: D1Database, runId: string) {
+  const rows = await drizzle(db)
+    .select({
+      status: groups.status,
+      groups: sql<number>`COUNT(*)`,
+      episodes: sql<number>`SUM(${groups.groupSize})`,
+    })
+    .from(groups)
+    .where(eq(groups.runId, runId))
+    .groupBy(groups.status)
+    .all();
+  return rows;
+}

@@ -6,6 +6,7 @@ import { type EnvironmentMultiTurn, UnknownEnvironmentError } from "../sdk";
 import { Chaos } from "./chaos";
 import { ExactAnswer } from "./exact-answer";
 import { GuessNumber } from "./guess-number";
+import { Marathon } from "./marathon";
 import { ToolAgent } from "./tool-agent";
 
 // edgeroll:env-imports
@@ -16,6 +17,8 @@ const BUILT_IN: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
   chaos: () => new Chaos(),
   "exact-answer": () => new ExactAnswer(),
   "guess-number": () => new GuessNumber(),
+  // A long, predictable episode for benchmarks and soak tests: see marathon.ts.
+  marathon: () => new Marathon(),
   "tool-agent": () => new ToolAgent(),
   // edgeroll:env-entries
 };

@@ -76,33 +76,6 @@ export const CompletionBodySchema = z.object({
   usage: UsageSchema,
 });
 
-export const CompletionChunkSchema = z.object({
-  choices: z
-    .array(
-      z.object({
-        delta: z
-          .object({
-            content: z.string().nullish(),
-            tool_calls: z
-              .array(
-                z.object({
-                  index: z.number().int().nonnegative(),
-                  id: z.string().nullish(),
-                  function: z
-                    .object({ name: z.string().nullish(), arguments: z.string().nullish() })
-                    .nullish(),
-                }),
-              )
-              .nullish(),
-          })
-          .nullish(),
-        finish_reason: z.string().nullish(),
-      }),
-    )
-    .default([]),
-  usage: UsageSchema,
-});
-
 export function usageOf(usage: z.infer<typeof UsageSchema>): Completion["usage"] {
   return usage
     ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }

@@ -1,7 +1,7 @@
 /** Reassembles a streamed chat completion: content, tool calls, finish reason and usage. */
 import { createParser } from "eventsource-parser";
-import { describeZodError, type ToolCall } from "../sdk";
-import { type Completion, CompletionChunkSchema, usageOf } from "./completion";
+import type { ToolCall } from "../sdk";
+import { type Completion, usageOf } from "./completion";
 import { InferenceError } from "./failures";
 
 function malformed(detail: string): InferenceError {
@@ -13,6 +13,22 @@ function malformed(detail: string): InferenceError {
       cause: "malformed",
     },
   );
+}
+
+/** The fields edgeroll reads from a streamed chunk, all of them optional on the wire. */
+interface Chunk {
+  choices?: {
+    delta?: {
+      content?: unknown;
+      tool_calls?: {
+        index?: unknown;
+        id?: unknown;
+        function?: { name?: unknown; arguments?: unknown };
+      }[];
+    };
+    finish_reason?: unknown;
+  }[];
+  usage?: { prompt_tokens: number; completion_tokens: number } | null;
 }
 
 /** Accumulates the chunks of one streamed completion. */
@@ -40,24 +56,41 @@ class StreamedCompletion {
         `inference host streamed an error: ${JSON.stringify(json.error).slice(0, 300)}`,
       );
     }
-    const chunk = CompletionChunkSchema.safeParse(json);
-    if (!chunk.success) throw malformed(describeZodError(chunk.error));
-    this.usage = usageOf(chunk.data.usage) ?? this.usage;
-    const choice = chunk.data.choices[0];
+    // One chunk per token on real servers: checked by hand, not with a schema, to stay cheap.
+    const chunk = json as Chunk;
+    if (
+      typeof chunk !== "object" ||
+      chunk === null ||
+      (chunk.choices !== undefined && !Array.isArray(chunk.choices))
+    ) {
+      throw malformed(`a chunk is not a completion chunk: ${data.slice(0, 120)}`);
+    }
+    const usage = chunk.usage;
+    if (
+      usage &&
+      typeof usage.prompt_tokens === "number" &&
+      typeof usage.completion_tokens === "number"
+    ) {
+      this.usage = usageOf(usage);
+    }
+    const choice = chunk.choices?.[0];
     if (choice === undefined) return;
-    this.content += choice.delta?.content ?? "";
-    for (const part of choice.delta?.tool_calls ?? []) {
-      const call = this.calls[part.index] ?? {
+    const delta = choice.delta;
+    if (typeof delta?.content === "string") this.content += delta.content;
+    for (const part of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
+      const index = typeof part.index === "number" ? part.index : 0;
+      const call = this.calls[index] ?? {
         id: "",
         type: "function",
         function: { name: "", arguments: "" },
       };
-      this.calls[part.index] = call;
-      if (part.id) call.id = part.id;
-      call.function.name += part.function?.name ?? "";
-      call.function.arguments += part.function?.arguments ?? "";
+      this.calls[index] = call;
+      if (typeof part.id === "string" && part.id) call.id = part.id;
+      if (typeof part.function?.name === "string") call.function.name += part.function.name;
+      if (typeof part.function?.arguments === "string")
+        call.function.arguments += part.function.arguments;
     }
-    this.finishReason = choice.finish_reason ?? this.finishReason;
+    if (typeof choice.finish_reason === "string") this.finishReason = choice.finish_reason;
   }
 }
 
@@ -83,8 +116,10 @@ export async function readCompletionStream(body: ReadableStream<Uint8Array>): Pr
       if (done) break;
       parser.feed(decoder.decode(value, { stream: true }));
     }
+    // Read to the end after [DONE] (usually nothing left): cheaper than cancelling the body.
+    while (completion.sawDone && failure === null && !(await reader.read()).done) {}
   } finally {
-    reader.cancel().catch(() => {});
+    if (failure !== null) reader.cancel().catch(() => {});
   }
   if (failure !== null) throw failure;
   // A stream that stops before saying how it finished was cut, whatever it carried so far.

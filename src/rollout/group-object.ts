@@ -158,6 +158,8 @@ export class RolloutGroup extends DurableObject<Env> {
           )
           .finally(() => {
             this.drivers.delete(episode.idx);
+            // Ended, parked or stopped: its permit goes back to the pool either way.
+            void runtime.permits.drop(episode.idx);
             void this.finishWhenDone();
             // A parked generation needs its timer armed before the object goes idle.
             if (this.store.exists()) this.rearm().catch(() => {});

@@ -1,7 +1,9 @@
 /**
  * The group Durable Object's SQLite storage: only what a group in flight needs — its spec, each
  * episode's state machine and append-only transcript, pending generations and timers. Every
- * transition is one synchronous transaction, written before the object acts on it.
+ * transition is one synchronous transaction, written before the object acts on it. All writes
+ * pass through this class, so it keeps a mirror of the small rows in memory and answers reads
+ * from it: SQLite is the source of truth, the mirror saves re-reading what was just written.
  */
 import type { ChatMessage, JsonObject, RewardResult } from "../sdk";
 import type { GroupSpec } from "./group-spec";
@@ -192,6 +194,19 @@ function toEpisode(r: Row): EpisodeRow {
   };
 }
 
+function toGeneration(r: Row): GenerationRow {
+  return {
+    idx: Number(r.idx),
+    state: r.state as GenerationRow["state"],
+    timeouts: Number(r.timeouts),
+    attempts: Number(r.attempts),
+    retries: Number(r.retries),
+    sentAt: numOrNull(r.sent_at),
+    deadlineAt: numOrNull(r.deadline_at),
+    retryAt: numOrNull(r.retry_at),
+  };
+}
+
 function toMessage(r: Row): MessageRow {
   return {
     idx: Number(r.idx),
@@ -208,8 +223,20 @@ function toMessage(r: Row): MessageRow {
   };
 }
 
+interface Mirror {
+  group: GroupRow;
+  episodes: EpisodeRow[];
+  generations: Map<number, GenerationRow>;
+  /** The next message sequence number of each episode. */
+  nextSeq: number[];
+  timers: Map<string, number>;
+}
+
+type EndState = "completed" | "truncated" | "failed";
+
 export class GroupStore {
   private readonly sql: SqlStorage;
+  private mirror: Mirror | null = null;
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -220,22 +247,67 @@ export class GroupStore {
 
   /** Whether this object holds a group (it holds nothing before start and after landing). */
   exists(): boolean {
-    const found = this.sql.exec(
+    if (this.mirror !== null) return true;
+    const tables = this.sql.exec(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'group_state'",
     );
-    return (
-      found.toArray().length > 0 && this.sql.exec("SELECT 1 FROM group_state").toArray().length > 0
-    );
+    if (
+      tables.toArray().length === 0 ||
+      this.sql.exec("SELECT 1 FROM group_state").toArray().length === 0
+    ) {
+      return false;
+    }
+    this.mirror = this.hydrate();
+    return true;
+  }
+
+  /** Loads the mirror from storage: once per instance, after a restart. */
+  private hydrate(): Mirror {
+    const r = this.sql.exec("SELECT * FROM group_state WHERE id = 1").one();
+    const episodes = this.sql.exec("SELECT * FROM episodes ORDER BY idx").toArray().map(toEpisode);
+    const nextSeq = episodes.map(() => 0);
+    for (const row of this.sql
+      .exec("SELECT idx, MAX(seq) + 1 AS next FROM messages GROUP BY idx")
+      .toArray()) {
+      nextSeq[Number(row.idx)] = Number(row.next);
+    }
+    const generations = new Map<number, GenerationRow>();
+    for (const g of this.sql.exec("SELECT * FROM generations").toArray())
+      generations.set(Number(g.idx), toGeneration(g));
+    const timers = new Map<string, number>();
+    for (const t of this.sql.exec("SELECT name, due_at FROM timers").toArray())
+      timers.set(String(t.name), Number(t.due_at));
+    return {
+      group: {
+        spec: json<GroupSpec>(r.spec),
+        phase: r.phase as GroupPhase,
+        registered: r.registered === 1,
+        scoreAttempts: Number(r.score_attempts),
+        landAttempts: Number(r.land_attempts),
+        creditApplied: r.credit_applied as string | null,
+        warnings: json<string[]>(r.warnings),
+        lastError: r.last_error as string | null,
+      },
+      episodes,
+      generations,
+      nextSeq,
+      timers,
+    };
+  }
+
+  private get m(): Mirror {
+    if (this.mirror === null && !this.exists()) throw new Error("this object holds no group");
+    return this.mirror as Mirror;
   }
 
   create(spec: GroupSpec): void {
+    const now = this.now();
     this.storage.transactionSync(() => {
       this.sql.exec(SCHEMA);
       this.sql.exec(
         "INSERT INTO group_state (id, spec, phase) VALUES (1, ?, 'running')",
         JSON.stringify(spec),
       );
-      const now = this.now();
       for (let idx = 0; idx < spec.request.group_size; idx++) {
         this.sql.exec(
           "INSERT INTO episodes (idx, state, started_at) VALUES (?, 'opening', ?)",
@@ -244,28 +316,21 @@ export class GroupStore {
         );
       }
     });
+    this.mirror = this.hydrate();
   }
 
   group(): GroupRow {
-    const r = this.sql.exec("SELECT * FROM group_state WHERE id = 1").one();
-    return {
-      spec: json<GroupSpec>(r.spec),
-      phase: r.phase as GroupPhase,
-      registered: r.registered === 1,
-      scoreAttempts: Number(r.score_attempts),
-      landAttempts: Number(r.land_attempts),
-      creditApplied: r.credit_applied as string | null,
-      warnings: json<string[]>(r.warnings),
-      lastError: r.last_error as string | null,
-    };
+    return this.m.group;
   }
 
   setPhase(phase: GroupPhase): void {
     this.sql.exec("UPDATE group_state SET phase = ? WHERE id = 1", phase);
+    this.m.group = { ...this.m.group, phase };
   }
 
   markRegistered(): void {
     this.sql.exec("UPDATE group_state SET registered = 1 WHERE id = 1");
+    this.m.group = { ...this.m.group, registered: true };
   }
 
   /** Counts one more attempt at `scoring` or `landing`, remembering why the last one failed. */
@@ -275,22 +340,32 @@ export class GroupStore {
       `UPDATE group_state SET ${column} = ${column} + 1, last_error = ? WHERE id = 1`,
       error,
     );
-    return Number(this.sql.exec(`SELECT ${column} AS n FROM group_state`).one().n);
+    const group = this.m.group;
+    const attempts = (what === "score" ? group.scoreAttempts : group.landAttempts) + 1;
+    this.m.group = {
+      ...group,
+      lastError: error,
+      ...(what === "score" ? { scoreAttempts: attempts } : { landAttempts: attempts }),
+    };
+    return attempts;
   }
 
   episodes(): EpisodeRow[] {
-    return this.sql.exec("SELECT * FROM episodes ORDER BY idx").toArray().map(toEpisode);
+    return [...this.m.episodes];
   }
 
   episode(idx: number): EpisodeRow {
-    return toEpisode(this.sql.exec("SELECT * FROM episodes WHERE idx = ?", idx).one());
+    const episode = this.m.episodes[idx];
+    if (episode === undefined) throw new Error(`no episode ${idx}`);
+    return episode;
+  }
+
+  private patchEpisode(idx: number, patch: Partial<EpisodeRow>): void {
+    this.m.episodes[idx] = { ...this.episode(idx), ...patch };
   }
 
   allTerminal(): boolean {
-    const open = this.sql.exec(
-      "SELECT COUNT(*) AS n FROM episodes WHERE state NOT IN ('completed', 'truncated', 'failed')",
-    );
-    return Number(open.one().n) === 0;
+    return this.m.episodes.every((e) => TERMINAL_STATES.includes(e.state));
   }
 
   messages(idx: number): MessageRow[] {
@@ -314,22 +389,20 @@ export class GroupStore {
       .map((r) => json<JsonObject>(r.metadata));
   }
 
+  /** Appends one message; returns the sequence number to commit to the mirror afterwards. */
   private append(
     idx: number,
+    seq: number,
     turn: number | null,
     message: ChatMessage,
     stats?: ActionStats,
     truncated?: boolean,
   ) {
-    const next = Number(
-      this.sql.exec("SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM messages WHERE idx = ?", idx).one()
-        .n,
-    );
     this.sql.exec(
       `INSERT INTO messages (idx, seq, turn, sampled, message, prompt_tokens, completion_tokens,
          finish_reason, latency_ms, attempts, truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       idx,
-      next,
+      seq,
       turn,
       stats ? 1 : 0,
       JSON.stringify(message),
@@ -344,8 +417,9 @@ export class GroupStore {
 
   /** The opening prompt is recorded; the episode waits for its first generation. */
   recordOpening(idx: number, messages: readonly ChatMessage[], maxTurns: number): void {
+    const first = this.m.nextSeq[idx] ?? 0;
     this.storage.transactionSync(() => {
-      for (const message of messages) this.append(idx, null, message);
+      for (const [i, message] of messages.entries()) this.append(idx, first + i, null, message);
       this.sql.exec(
         "UPDATE episodes SET state = 'generating', opening_count = ?, max_turns = ? WHERE idx = ?",
         messages.length,
@@ -353,34 +427,52 @@ export class GroupStore {
         idx,
       );
     });
+    this.m.nextSeq[idx] = first + messages.length;
+    this.patchEpisode(idx, { state: "generating", openingCount: messages.length, maxTurns });
   }
 
   generation(idx: number): GenerationRow | null {
-    const r = this.sql.exec("SELECT * FROM generations WHERE idx = ?", idx).toArray()[0];
-    if (r === undefined) return null;
-    return {
-      idx,
-      state: r.state as GenerationRow["state"],
-      timeouts: Number(r.timeouts),
-      attempts: Number(r.attempts),
-      retries: Number(r.retries),
-      sentAt: numOrNull(r.sent_at),
-      deadlineAt: numOrNull(r.deadline_at),
-      retryAt: numOrNull(r.retry_at),
-    };
+    return this.m.generations.get(idx) ?? null;
   }
 
-  queueGeneration(idx: number): void {
-    this.sql.exec("INSERT OR IGNORE INTO generations (idx, state) VALUES (?, 'queued')", idx);
+  private setGeneration(idx: number, patch: Partial<GenerationRow>): void {
+    const current = this.generation(idx);
+    if (current) this.m.generations.set(idx, { ...current, ...patch });
   }
 
+  /**
+   * The generation is on its way to the host. The row is written only now: an instance that
+   * dies while an episode waits for a permit leaves nothing to redo.
+   */
   markSent(idx: number, deadlineAt: number): void {
+    const sentAt = this.now();
+    const current = this.generation(idx);
+    if (current === null) {
+      this.sql.exec(
+        "INSERT INTO generations (idx, state, sent_at, deadline_at) VALUES (?, 'sent', ?, ?)",
+        idx,
+        sentAt,
+        deadlineAt,
+      );
+      this.m.generations.set(idx, {
+        idx,
+        state: "sent",
+        timeouts: 0,
+        attempts: 0,
+        retries: 0,
+        sentAt,
+        deadlineAt,
+        retryAt: null,
+      });
+      return;
+    }
     this.sql.exec(
       "UPDATE generations SET state = 'sent', sent_at = ?, deadline_at = ?, retry_at = NULL WHERE idx = ?",
-      this.now(),
+      sentAt,
       deadlineAt,
       idx,
     );
+    this.setGeneration(idx, { state: "sent", sentAt, deadlineAt, retryAt: null });
   }
 
   /** A generation sent by an earlier instance of this object, lost with it: send it again. */
@@ -392,6 +484,8 @@ export class GroupStore {
       );
       this.sql.exec("UPDATE episodes SET redispatches = redispatches + 1 WHERE idx = ?", idx);
     });
+    this.setGeneration(idx, { state: "queued", deadlineAt: null, retries: 0 });
+    this.patchEpisode(idx, { redispatches: this.episode(idx).redispatches + 1 });
   }
 
   /** A generation ran past its deadline; returns how many times that has happened this turn. */
@@ -402,9 +496,16 @@ export class GroupStore {
       attempts,
       idx,
     );
-    return Number(
-      this.sql.exec("SELECT timeouts FROM generations WHERE idx = ?", idx).one().timeouts,
-    );
+    const current = this.generation(idx);
+    const timeouts = (current?.timeouts ?? 0) + 1;
+    this.setGeneration(idx, {
+      state: "queued",
+      timeouts,
+      attempts: (current?.attempts ?? 0) + attempts,
+      deadlineAt: null,
+      retries: 0,
+    });
+    return timeouts;
   }
 
   /** The host asked for a long wait: the generation sleeps in storage, woken by its timer. */
@@ -418,39 +519,62 @@ export class GroupStore {
         attempts,
         idx,
       );
-      this.setTimer(`retry:${idx}`, retryAt);
+      this.sql.exec(
+        "INSERT OR REPLACE INTO timers (name, due_at) VALUES (?, ?)",
+        `retry:${idx}`,
+        retryAt,
+      );
     });
+    const current = this.generation(idx);
+    this.setGeneration(idx, {
+      state: "waiting",
+      retryAt,
+      attempts: (current?.attempts ?? 0) + attempts,
+      retries: (current?.retries ?? 0) + attempts,
+    });
+    this.m.timers.set(`retry:${idx}`, retryAt);
   }
 
   /** The sampled action is appended; the episode waits for the environment's step. */
   recordAction(idx: number, message: ChatMessage, stats: ActionStats): void {
+    const episode = this.episode(idx);
+    const seq = this.m.nextSeq[idx] ?? 0;
+    const attempts = stats.attempts + (this.generation(idx)?.attempts ?? 0);
+    const known = stats.promptTokens !== null && stats.completionTokens !== null;
+    const tokens = known
+      ? {
+          promptTokens: (episode.promptTokens ?? 0) + (stats.promptTokens ?? 0),
+          completionTokens: (episode.completionTokens ?? 0) + (stats.completionTokens ?? 0),
+          totalTokens: (stats.promptTokens ?? 0) + (stats.completionTokens ?? 0),
+        }
+      : {
+          promptTokens: episode.promptTokens,
+          completionTokens: episode.completionTokens,
+          totalTokens: episode.totalTokens,
+        };
     this.storage.transactionSync(() => {
-      const episode = this.episode(idx);
-      const earlier = this.generation(idx)?.attempts ?? 0;
       this.append(
         idx,
+        seq,
         episode.turns,
         message,
-        { ...stats, attempts: stats.attempts + earlier },
+        { ...stats, attempts },
         stats.finishReason === "length",
       );
       this.sql.exec("DELETE FROM generations WHERE idx = ?", idx);
-      const known = stats.promptTokens !== null && stats.completionTokens !== null;
       this.sql.exec(
-        `UPDATE episodes SET state = 'stepping', turns = turns + 1,
-           prompt_tokens = CASE WHEN ? THEN COALESCE(prompt_tokens, 0) + ? ELSE prompt_tokens END,
-           completion_tokens = CASE WHEN ? THEN COALESCE(completion_tokens, 0) + ? ELSE completion_tokens END,
-           total_tokens = CASE WHEN ? THEN ? ELSE total_tokens END
+        `UPDATE episodes SET state = 'stepping', turns = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?
          WHERE idx = ?`,
-        known ? 1 : 0,
-        stats.promptTokens ?? 0,
-        known ? 1 : 0,
-        stats.completionTokens ?? 0,
-        known ? 1 : 0,
-        (stats.promptTokens ?? 0) + (stats.completionTokens ?? 0),
+        episode.turns + 1,
+        tokens.promptTokens,
+        tokens.completionTokens,
+        tokens.totalTokens,
         idx,
       );
     });
+    this.m.nextSeq[idx] = seq + 1;
+    this.m.generations.delete(idx);
+    this.patchEpisode(idx, { state: "stepping", turns: episode.turns + 1, ...tokens });
   }
 
   /** The environment's reply is appended; the episode goes on or ends. */
@@ -459,42 +583,53 @@ export class GroupStore {
     step: { messages: readonly ChatMessage[]; metadata: JsonObject; done: boolean },
     responseText: string,
   ): void {
+    const episode = this.episode(idx);
+    const turn = episode.turns - 1;
+    const first = this.m.nextSeq[idx] ?? 0;
+    const ending: [EndState, string] | null = step.done
+      ? ["completed", "done"]
+      : episode.maxTurns !== null && episode.turns >= episode.maxTurns
+        ? ["completed", "max_turns"]
+        : null;
+    const finishedAt = this.now();
     this.storage.transactionSync(() => {
-      const episode = this.episode(idx);
-      const turn = episode.turns - 1;
-      for (const message of step.messages) this.append(idx, turn, message);
+      for (const [i, message] of step.messages.entries())
+        this.append(idx, first + i, turn, message);
       this.sql.exec(
         "INSERT OR REPLACE INTO steps (idx, turn, metadata) VALUES (?, ?, ?)",
         idx,
         turn,
         JSON.stringify(step.metadata),
       );
-      this.sql.exec(
-        "UPDATE episodes SET response_text = ?, state = 'generating' WHERE idx = ?",
-        responseText,
-        idx,
-      );
-      if (step.done) this.end(idx, "completed", "done");
-      else if (episode.maxTurns !== null && episode.turns >= episode.maxTurns)
-        this.end(idx, "completed", "max_turns");
+      if (ending === null) {
+        this.sql.exec(
+          "UPDATE episodes SET response_text = ?, state = 'generating' WHERE idx = ?",
+          responseText,
+          idx,
+        );
+      } else {
+        this.sql.exec("UPDATE episodes SET response_text = ? WHERE idx = ?", responseText, idx);
+        this.writeEnd(idx, ending[0], ending[1], undefined, finishedAt);
+      }
     });
+    this.m.nextSeq[idx] = first + step.messages.length;
+    this.patchEpisode(idx, { responseText, state: "generating" });
+    if (ending !== null) this.mirrorEnd(idx, ending[0], ending[1], undefined, finishedAt);
   }
 
   /** Ends an episode with a recorded status and reason; a failure also keeps its detail. */
-  finish(
-    idx: number,
-    state: "completed" | "truncated" | "failed",
-    endReason: string,
-    detail?: string,
-  ): void {
-    this.storage.transactionSync(() => this.end(idx, state, endReason, detail));
+  finish(idx: number, state: EndState, endReason: string, detail?: string): void {
+    const finishedAt = this.now();
+    this.storage.transactionSync(() => this.writeEnd(idx, state, endReason, detail, finishedAt));
+    this.mirrorEnd(idx, state, endReason, detail, finishedAt);
   }
 
-  private end(
+  private writeEnd(
     idx: number,
-    state: "completed" | "truncated" | "failed",
+    state: EndState,
     endReason: string,
-    detail?: string,
+    detail: string | undefined,
+    finishedAt: number,
   ) {
     this.sql.exec(
       `UPDATE episodes SET state = ?, end_reason = ?, failure_reason = ?, failure_detail = ?, finished_at = ?
@@ -503,14 +638,32 @@ export class GroupStore {
       endReason,
       state === "failed" ? endReason : null,
       detail ?? null,
-      this.now(),
+      finishedAt,
       idx,
     );
     this.sql.exec("DELETE FROM generations WHERE idx = ?", idx);
   }
 
+  private mirrorEnd(
+    idx: number,
+    state: EndState,
+    endReason: string,
+    detail: string | undefined,
+    finishedAt: number,
+  ) {
+    this.patchEpisode(idx, {
+      state,
+      endReason,
+      failureReason: state === "failed" ? endReason : null,
+      failureDetail: detail ?? null,
+      finishedAt,
+    });
+    this.m.generations.delete(idx);
+  }
+
   recordReward(idx: number, reward: RewardResult): void {
     this.sql.exec("UPDATE episodes SET reward = ? WHERE idx = ?", JSON.stringify(reward), idx);
+    this.patchEpisode(idx, { reward });
   }
 
   recordCredit(
@@ -539,31 +692,45 @@ export class GroupStore {
         JSON.stringify(warnings),
       );
     });
+    for (const c of credit) {
+      this.patchEpisode(c.idx, {
+        advantage: c.advantage,
+        perTurnRewards: c.perTurnRewards,
+        perTurnAdvantages: c.perTurnAdvantages,
+      });
+    }
+    this.m.group = { ...this.m.group, creditApplied, warnings: [...warnings], phase: "landing" };
   }
 
   // One alarm, many timers: each timer is a row; the alarm is re-armed to the earliest.
 
   setTimer(name: string, dueAt: number): void {
     this.sql.exec("INSERT OR REPLACE INTO timers (name, due_at) VALUES (?, ?)", name, dueAt);
+    this.m.timers.set(name, dueAt);
   }
 
   clearTimer(name: string): void {
+    if (!this.m.timers.has(name)) return;
     this.sql.exec("DELETE FROM timers WHERE name = ?", name);
+    this.m.timers.delete(name);
   }
 
   dueTimers(now: number): string[] {
-    return this.sql
-      .exec("SELECT name FROM timers WHERE due_at <= ? ORDER BY due_at", now)
-      .toArray()
-      .map((r) => r.name as string);
+    return [...this.m.timers]
+      .filter(([, due]) => due <= now)
+      .sort((a, b) => a[1] - b[1])
+      .map(([name]) => name);
   }
 
   nextTimer(): number | null {
-    return numOrNull(this.sql.exec("SELECT MIN(due_at) AS due FROM timers").one().due);
+    let next: number | null = null;
+    for (const due of this.m.timers.values()) next = next === null ? due : Math.min(next, due);
+    return next;
   }
 
   /** After landing: the group's data lives in D1 now; nothing stays here. */
   async deleteAll(): Promise<void> {
+    this.mirror = null;
     await this.storage.deleteAlarm();
     await this.storage.deleteAll();
   }

@@ -1,8 +1,11 @@
 /**
  * The one coordinating object that bounds generations in flight toward the inference host,
- * across all groups. Over the limit, requests wait in a fair queue: groups take turns, and
- * each group's waiters are served in order. Permits are leases, persisted, so a restart
- * neither forgets them nor leaks them forever.
+ * across all groups. An episode takes a permit for its first generation and holds it through
+ * its turns (it never has more than one generation in flight), giving it back when it ends or
+ * parks; so the permits in use bound the generations in flight. Over the limit, requests wait
+ * in a fair queue: groups take turns, each group's waiters in order. Permits are persisted
+ * leases, so a restart neither forgets them nor leaks them forever. Every call is O(1); only
+ * the alarm, which reclaims expired leases, looks at all of them.
  */
 import { DurableObject } from "cloudflare:workers";
 
@@ -18,6 +21,8 @@ export class InflightLimiter extends DurableObject<Env> {
   /** Groups with waiters, in the order they are served (round robin). */
   private readonly turns: string[] = [];
   private limit = Number.POSITIVE_INFINITY;
+  /** When the alarm is set to go off, as far as this instance knows. */
+  private alarmAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -31,12 +36,17 @@ export class InflightLimiter extends DurableObject<Env> {
         expiresAt: Number(r.expires_at),
       });
     }
+    ctx.blockConcurrencyWhile(async () => {
+      this.alarmAt = await ctx.storage.getAlarm();
+    });
   }
 
-  /** Resolves once the ticket holds a permit; waits in the fair queue when the limit is reached. */
+  /**
+   * Resolves once the ticket holds a permit, waiting in the fair queue when the limit is
+   * reached. Acquiring a ticket already held renews its lease.
+   */
   async acquire(ticket: string, group: string, leaseMs: number, limit: number): Promise<void> {
     this.limit = limit;
-    this.expire();
     if (this.permits.has(ticket) || (this.permits.size < limit && this.turns.length === 0)) {
       this.grant(ticket, group, leaseMs);
       return;
@@ -50,16 +60,18 @@ export class InflightLimiter extends DurableObject<Env> {
   }
 
   async release(ticket: string): Promise<void> {
-    this.drop([ticket]);
+    this.drop(ticket);
+    this.pump();
   }
 
-  /** A group restarted: the permits its earlier instance held belong to generations it lost. */
+  /** A group restarted: the permits its earlier instance held belong to episodes it lost. */
   async releaseGroup(group: string): Promise<void> {
     // Its waiters are dead calls too: granting them would only leak permits.
     this.waiting.delete(group);
     const turn = this.turns.indexOf(group);
     if (turn !== -1) this.turns.splice(turn, 1);
-    this.drop([...this.permits].filter(([, p]) => p.group === group).map(([ticket]) => ticket));
+    for (const [ticket, permit] of this.permits) if (permit.group === group) this.drop(ticket);
+    this.pump();
   }
 
   async stats(): Promise<{ inFlight: number; waiting: number }> {
@@ -68,15 +80,19 @@ export class InflightLimiter extends DurableObject<Env> {
     return { inFlight: this.permits.size, waiting };
   }
 
+  /** Reclaims permits whose lease ran out (their holder is gone), then re-arms. */
   override async alarm(): Promise<void> {
-    this.expire();
+    this.alarmAt = null;
+    const now = Date.now();
+    for (const [ticket, permit] of this.permits) if (permit.expiresAt <= now) this.drop(ticket);
     this.pump();
-    await this.armExpiry();
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const permit of this.permits.values()) earliest = Math.min(earliest, permit.expiresAt);
+    if (earliest !== Number.POSITIVE_INFINITY) this.arm(earliest);
   }
 
   private grant(ticket: string, group: string, leaseMs: number): void {
     const expiresAt = Date.now() + leaseMs;
-    const known = this.permits.has(ticket);
     this.permits.set(ticket, { group, expiresAt });
     this.ctx.storage.sql.exec(
       "INSERT OR REPLACE INTO permits (ticket, group_id, expires_at) VALUES (?, ?, ?)",
@@ -84,22 +100,17 @@ export class InflightLimiter extends DurableObject<Env> {
       group,
       expiresAt,
     );
-    if (!known) void this.armExpiry();
+    if (this.alarmAt === null || expiresAt < this.alarmAt) this.arm(expiresAt);
   }
 
-  private drop(tickets: string[]): void {
-    for (const ticket of tickets) {
-      if (this.permits.delete(ticket))
-        this.ctx.storage.sql.exec("DELETE FROM permits WHERE ticket = ?", ticket);
-    }
-    this.pump();
+  private arm(at: number): void {
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
   }
 
-  /** Permits past their lease were lost with their holder. */
-  private expire(): void {
-    const now = Date.now();
-    const stale = [...this.permits].filter(([, p]) => p.expiresAt <= now).map(([ticket]) => ticket);
-    if (stale.length > 0) this.drop(stale);
+  private drop(ticket: string): void {
+    if (this.permits.delete(ticket))
+      this.ctx.storage.sql.exec("DELETE FROM permits WHERE ticket = ?", ticket);
   }
 
   /** Grants freed permits, one group at a time, in turn. */
@@ -115,13 +126,5 @@ export class InflightLimiter extends DurableObject<Env> {
         next.grant();
       }
     }
-  }
-
-  private async armExpiry(): Promise<void> {
-    let earliest = Number.POSITIVE_INFINITY;
-    for (const p of this.permits.values()) earliest = Math.min(earliest, p.expiresAt);
-    const current = await this.ctx.storage.getAlarm();
-    if (earliest === Number.POSITIVE_INFINITY) return;
-    if (current === null || current > earliest) await this.ctx.storage.setAlarm(earliest);
   }
 }

@@ -1,8 +1,14 @@
-/** A group's side of the global in-flight limit: one permit per generation it sends. */
+/**
+ * A group's side of the global in-flight limit. Each episode holds one permit from its first
+ * generation until it ends or parks: one call to the limiter per episode rather than two per
+ * turn. The lease is renewed only when it runs low.
+ */
 
 export interface Permits {
-  /** Waits for a permit for this episode's generation; returns its release. */
-  acquire(episode: number, leaseMs: number): Promise<() => Promise<void>>;
+  /** Makes sure the episode holds a permit, waiting in the fair queue if the limit is reached. */
+  hold(episode: number, leaseMs: number): Promise<void>;
+  /** Gives the episode's permit back: it ended, parked, or its driver stopped. */
+  drop(episode: number): Promise<void>;
   /** Frees what an earlier instance of this group held; called once when it resumes. */
   reset(): Promise<void>;
 }
@@ -20,23 +26,31 @@ async function retrying<T>(call: () => Promise<T>): Promise<T> {
 }
 
 const unlimited: Permits = {
-  acquire: async () => async () => {},
+  hold: async () => {},
+  drop: async () => {},
   reset: async () => {},
 };
 
 export function groupPermits(env: Env, groupId: string, limit: number): Permits {
   if (limit === 0) return unlimited;
   const limiter = env.INFLIGHT_LIMITER.get(env.INFLIGHT_LIMITER.idFromName("global"));
+  /** Lease expiry of the permits this instance holds, by episode. */
+  const held = new Map<number, number>();
   return {
-    async acquire(episode, leaseMs) {
-      const ticket = `${groupId}:${episode}`;
-      await retrying(() => limiter.acquire(ticket, groupId, leaseMs, limit));
-      return async () => {
-        // A release that cannot get through is reclaimed when the permit's lease expires.
-        await retrying(() => limiter.release(ticket)).catch(() => {});
-      };
+    async hold(episode, leaseMs) {
+      const expiresAt = held.get(episode);
+      // Renew when less than half the lease is left, so a long episode never loses its permit.
+      if (expiresAt !== undefined && expiresAt - Date.now() > leaseMs / 2) return;
+      await retrying(() => limiter.acquire(`${groupId}:${episode}`, groupId, leaseMs, limit));
+      held.set(episode, Date.now() + leaseMs);
+    },
+    async drop(episode) {
+      if (!held.delete(episode)) return;
+      // A release that cannot get through is reclaimed when the permit's lease expires.
+      await retrying(() => limiter.release(`${groupId}:${episode}`)).catch(() => {});
     },
     async reset() {
+      held.clear();
       await retrying(() => limiter.releaseGroup(groupId));
     },
   };

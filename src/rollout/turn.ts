@@ -14,7 +14,7 @@ import {
   sampledMessage,
 } from "../sdk";
 import { type GroupSpec, generationSeed } from "./group-spec";
-import type { GenerationRow, GroupStore } from "./group-store";
+import type { GroupStore } from "./group-store";
 import type { Permits } from "./permits";
 import { withTimeout } from "./timeout";
 
@@ -122,73 +122,66 @@ async function sample(
       return;
     }
     store.recordRedispatch(idx);
-  } else if (pending === null) {
-    if (!fitsContext(rt, idx, transcript)) {
-      store.finish(idx, "truncated", "context_budget");
-      return;
-    }
-    store.queueGeneration(idx);
+  } else if (pending === null && !fitsContext(rt, idx, transcript)) {
+    store.finish(idx, "truncated", "context_budget");
+    return;
   }
-  const generation = store.generation(idx) as GenerationRow;
+  const generation = store.generation(idx);
   const windowMs = generationDeadlineMs(config, spec.request.max_context_tokens);
   // The deadline clock starts when the request is sent, not while it waits for a permit.
-  const release = await rt.permits.acquire(idx, windowMs + 60_000);
-  try {
-    // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one.
-    const deadlineAt = generation.deadlineAt ?? Date.now() + windowMs;
-    store.markSent(idx, deadlineAt);
-    const outcome = await generate(
-      { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY },
-      {
-        sampling: spec.request.sampling,
-        messages: transcript,
-        seed: generationSeed(spec.request.sampling, idx, store.episode(idx).turns),
-        stream: config.INFERENCE_STREAM,
-      },
-      {
-        deadlineMs: Math.max(0, deadlineAt - Date.now()),
-        maxRetries: Math.max(0, config.INFERENCE_MAX_RETRIES - generation.retries),
-        maxInlineBackoffMs: INLINE_BACKOFF_MS,
-      },
-    );
-    switch (outcome.kind) {
-      case "ok": {
-        const { completion } = outcome;
-        const message = sampledMessage({
-          content: completion.content,
-          toolCalls: completion.toolCalls,
-        });
-        store.recordAction(idx, message, {
-          promptTokens: completion.usage?.promptTokens ?? null,
-          completionTokens: completion.usage?.completionTokens ?? null,
-          finishReason: completion.finishReason,
-          latencyMs: outcome.latencyMs,
-          attempts: outcome.attempts,
-        });
-        transcript.push(message);
-        return;
-      }
-      case "retry_later": {
-        const retryAt = Date.now() + outcome.delayMs;
-        if (retryAt < deadlineAt) {
-          store.parkGeneration(idx, retryAt, outcome.attempts);
-          return "parked";
-        }
-        // Waiting would outlast the deadline: that is a timeout, handled as one.
-        return recordTimeout(rt, idx, outcome.attempts, windowMs);
-      }
-      case "timeout":
-        // The output of a timed-out attempt is dropped: it never reaches the environment.
-        return recordTimeout(rt, idx, outcome.attempts, windowMs);
-      case "context_length":
-        store.finish(idx, "truncated", "context_length", outcome.message);
-        return;
-      case "failed":
-        store.finish(idx, "failed", outcome.reason, outcome.message);
-        return;
+  await rt.permits.hold(idx, windowMs + 60_000);
+  // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one.
+  const deadlineAt = generation?.deadlineAt ?? Date.now() + windowMs;
+  store.markSent(idx, deadlineAt);
+  const outcome = await generate(
+    { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY },
+    {
+      sampling: spec.request.sampling,
+      messages: transcript,
+      seed: generationSeed(spec.request.sampling, idx, store.episode(idx).turns),
+      stream: config.INFERENCE_STREAM,
+    },
+    {
+      deadlineMs: Math.max(0, deadlineAt - Date.now()),
+      maxRetries: Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0)),
+      maxInlineBackoffMs: INLINE_BACKOFF_MS,
+    },
+  );
+  switch (outcome.kind) {
+    case "ok": {
+      const { completion } = outcome;
+      const message = sampledMessage({
+        content: completion.content,
+        toolCalls: completion.toolCalls,
+      });
+      store.recordAction(idx, message, {
+        promptTokens: completion.usage?.promptTokens ?? null,
+        completionTokens: completion.usage?.completionTokens ?? null,
+        finishReason: completion.finishReason,
+        latencyMs: outcome.latencyMs,
+        attempts: outcome.attempts,
+      });
+      transcript.push(message);
+      return;
     }
-  } finally {
-    await release();
+    case "retry_later": {
+      const retryAt = Date.now() + outcome.delayMs;
+      if (retryAt < deadlineAt) {
+        store.parkGeneration(idx, retryAt, outcome.attempts);
+        return "parked";
+      }
+      // Waiting would outlast the deadline: that is a timeout, handled as one.
+      return recordTimeout(rt, idx, outcome.attempts, windowMs);
+    }
+    case "timeout":
+      // The output of a timed-out attempt is dropped: it never reaches the environment.
+      return recordTimeout(rt, idx, outcome.attempts, windowMs);
+    case "context_length":
+      store.finish(idx, "truncated", "context_length", outcome.message);
+      return;
+    case "failed":
+      store.finish(idx, "failed", outcome.reason, outcome.message);
+      return;
   }
 }
 
