@@ -8,5 +8,6 @@ export { ScoreWorker } from "./env-workers/score-worker";
 export { StepWorker } from "./env-workers/step-worker";
 export { RolloutGroup } from "./rollout/group-object";
 export { InflightLimiter } from "./rollout/inflight-limiter";
+export { Lander } from "./rollout/lander";
 
 export default app satisfies ExportedHandler<Env>;

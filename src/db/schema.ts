@@ -117,7 +117,9 @@ export const messages = sqliteTable(
     attempts: integer("attempts"),
     truncated: integer("truncated", { mode: "boolean" }),
   },
-  (t) => [primaryKey({ columns: [t.episodeId, t.seq] }), index("messages_group").on(t.groupId)],
+  // No index on group_id: messages are read by episode (the primary key), and every index is
+  // paid for on each of the many rows a landing writes.
+  (t) => [primaryKey({ columns: [t.episodeId, t.seq] })],
 );
 
 /** One lease handed to a trainer: which groups, until when, and whether it was acked. */

@@ -12,7 +12,16 @@ import type { StepWorkerApi } from "../env-workers/step-worker";
 import { errorMessage } from "../sdk";
 import { episodeId, type GroupSpec } from "./group-spec";
 import { type GenerationRow, GroupStore, TERMINAL_STATES } from "./group-store";
-import { knownGroupHash, landGroup, registerGroup } from "./landing";
+import type { LanderApi } from "./lander";
+import {
+  commitGroup,
+  knownGroupHash,
+  LANDER_MAX_CHARS,
+  landingPayload,
+  landingStatements,
+  payloadChars,
+  registerGroup,
+} from "./landing";
 import { groupPermits } from "./permits";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
 import { driveEpisode, type GroupRuntime } from "./turn";
@@ -218,7 +227,17 @@ export class RolloutGroup extends DurableObject<Env> {
     }
     if (this.isWaiting(TIMER_LAND)) return;
     try {
-      await landGroup(this.env.DB, this.store);
+      const payload = landingPayload(this.store);
+      if (payloadChars(payload) > LANDER_MAX_CHARS) {
+        // Too big to hand over in one RPC message: this group writes its own rows.
+        await commitGroup(this.env.DB, landingStatements(this.env.DB, [payload]));
+      } else {
+        // Workers' RPC types drop fields typed `unknown`; the values themselves cross intact.
+        const lander = this.env.LANDER.get(
+          this.env.LANDER.idFromName("global"),
+        ) as unknown as LanderApi;
+        await lander.land(payload);
+      }
     } catch (error) {
       // The transcripts stay here until D1 has confirmed the landing.
       const attempts = this.store.countAttempt("land", `D1: ${errorMessage(error)}`);

@@ -5,7 +5,7 @@
  */
 import { eq, getTableColumns } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
 import { rewardSuccess } from "../sdk";
 import { episodeId, type GroupSpec } from "./group-spec";
@@ -13,8 +13,6 @@ import type { GroupStore } from "./group-store";
 
 /** Bulk rows travel as one JSON parameter per statement, well inside D1's 2 MB value limit. */
 const CHUNK_CHARS = 500_000;
-/** Statements per `batch()`; one batch is one transaction. */
-const STATEMENTS_PER_BATCH = 40;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -56,43 +54,96 @@ export async function knownGroupHash(db: D1Database, groupId: string): Promise<s
   return row?.requestHash ?? null;
 }
 
-/**
- * `INSERT ... SELECT FROM json_each(?)` statements for `rows`, each under CHUNK_CHARS: one bound
- * parameter carries many rows, which keeps a large group far from D1's 100-parameter and
- * 1,000-queries-per-invocation limits.
- */
-function bulkInserts<T extends SQLiteTable>(
-  db: D1Database,
-  table: T,
-  tableName: string,
-  rows: readonly T["$inferInsert"][],
-) {
-  const columns = Object.entries(getTableColumns(table));
-  const names = columns.map(([, c]) => c.name);
-  const statement = `INSERT INTO "${tableName}" (${names.map((n) => `"${n}"`).join(", ")})
-    SELECT ${names.map((n) => `json_extract(value, '$.${n}')`).join(", ")}
-    FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`;
-  const chunks: string[][] = [[]];
-  let size = 0;
-  for (const row of rows) {
-    const record = Object.fromEntries(
-      columns.map(([key, c]) => [c.name, (row as Record<string, unknown>)[key] ?? null]),
-    );
-    const text = JSON.stringify(record);
-    if (size + text.length > CHUNK_CHARS && (chunks.at(-1) as string[]).length > 0) {
-      chunks.push([]);
-      size = 0;
-    }
-    (chunks.at(-1) as string[]).push(text);
-    size += text.length;
-  }
-  return chunks
-    .filter((chunk) => chunk.length > 0)
-    .map((chunk) => db.prepare(statement).bind(`[${chunk.join(",")}]`));
+/** A table's columns by property name, in the order its landing statement lists them. */
+type Columns = [key: string, column: SQLiteColumn][];
+
+const columnsOf = (table: SQLiteTable, skip: readonly string[] = []): Columns =>
+  Object.entries(getTableColumns(table)).filter(([key]) => !skip.includes(key));
+
+const EPISODE_COLUMNS = columnsOf(episodes);
+const MESSAGE_COLUMNS = columnsOf(messages);
+/** The delivery bookkeeping belongs to the batch queue; a landing leaves it at its defaults. */
+const GROUP_COLUMNS = columnsOf(groups, [
+  "deliveryState",
+  "deliveries",
+  "leaseId",
+  "leaseExpiresAt",
+  "ackedAt",
+]);
+
+/** `INSERT ... SELECT FROM json_each(?)`: one bound parameter carries many rows. */
+function insertSql(tableName: string, columns: Columns): string {
+  return `INSERT INTO "${tableName}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")})
+    SELECT ${columns.map((_, i) => `value ->> ${i}`).join(", ")}
+    FROM json_each(?) WHERE true`;
 }
 
-/** Writes the finished group; returns the status it landed with. */
-export async function landGroup(db: D1Database, store: GroupStore): Promise<"landed" | "failed"> {
+const INSERT_EPISODES = `${insertSql("episodes", EPISODE_COLUMNS)} ON CONFLICT DO NOTHING`;
+const INSERT_MESSAGES = `${insertSql("messages", MESSAGE_COLUMNS)} ON CONFLICT DO NOTHING`;
+
+/** Columns a landing writes over the `running` row registered at start. */
+const LANDED_COLUMNS = [
+  "status",
+  "failure_reason",
+  "credit_applied",
+  "warnings",
+  "score_mean",
+  "score_std",
+  "episodes_failed",
+  "uniform",
+  "finished_at",
+];
+const UPSERT_GROUPS = `${insertSql("groups", GROUP_COLUMNS)}
+    ON CONFLICT (id) DO UPDATE SET ${LANDED_COLUMNS.map((c) => `"${c}" = excluded."${c}"`).join(", ")}`;
+
+/** A row as a JSON array of its column values (cheaper for SQLite to unpack than an object). */
+function rowJson(columns: Columns, row: object): string {
+  const values = columns.map(([key, column]) => {
+    const value = (row as Record<string, unknown>)[key] ?? null;
+    // JSON-mode columns hold JSON text; booleans are 0/1 integers.
+    if (value !== null && (column.dataType === "json" || typeof value === "object"))
+      return JSON.stringify(value);
+    return typeof value === "boolean" ? Number(value) : value;
+  });
+  return JSON.stringify(values);
+}
+
+/**
+ * Serialized rows packed into JSON-array parameters under CHUNK_CHARS each: however large the
+ * landing, it stays far from D1's value-size, 100-parameter and 1,000-query limits.
+ */
+function pack(rows: readonly string[]): string[] {
+  const chunks: string[] = [];
+  let current: string[] = [];
+  let size = 0;
+  for (const row of rows) {
+    if (size + row.length > CHUNK_CHARS && current.length > 0) {
+      chunks.push(`[${current.join(",")}]`);
+      current = [];
+      size = 0;
+    }
+    current.push(row);
+    size += row.length + 1;
+  }
+  if (current.length > 0) chunks.push(`[${current.join(",")}]`);
+  return chunks;
+}
+
+/**
+ * A finished group, ready to write: its rows already serialized into the statements' JSON
+ * parameters, so the lander receives a few strings and only has to batch them.
+ */
+export interface LandingPayload {
+  groupId: string;
+  status: "landed" | "failed";
+  /** Each row as a JSON array of its column values. */
+  episodeRows: string[];
+  messageRows: string[];
+  groupRow: string;
+}
+
+/** Reads everything a finished group lands with from its object's storage. */
+export function landingPayload(store: GroupStore): LandingPayload {
   const { spec, creditApplied, warnings } = store.group();
   const { request } = spec;
   const rows = store.episodes();
@@ -162,9 +213,8 @@ export async function landGroup(db: D1Database, store: GroupStore): Promise<"lan
       truncated: m.truncated,
     })),
   );
-
-  const final = { ...groupRow(spec, status) } as typeof groups.$inferInsert;
-  Object.assign(final, {
+  const group: typeof groups.$inferInsert = {
+    ...groupRow(spec, status),
     failureReason: status === "failed" ? `every episode failed: ${reasons.join(", ")}` : null,
     creditApplied,
     warnings,
@@ -174,37 +224,68 @@ export async function landGroup(db: D1Database, store: GroupStore): Promise<"lan
     // Equal scores carry no group-relative signal; a group of one is uniform by definition.
     uniform: scores.length > 0 && scores.every((s) => s === scores[0]),
     finishedAt,
-  });
-  // Drizzle builds the statement; D1's own batch runs it (drizzle's batch mishandles raw SQL).
-  const upsert = drizzle(db)
-    .insert(groups)
-    .values(final)
-    .onConflictDoUpdate({
-      target: groups.id,
-      set: {
-        status: final.status,
-        failureReason: final.failureReason,
-        creditApplied: final.creditApplied,
-        warnings: final.warnings,
-        scoreMean: final.scoreMean,
-        scoreStd: final.scoreStd,
-        episodesFailed: final.episodesFailed,
-        uniform: final.uniform,
-        finishedAt: final.finishedAt,
-      },
-    })
-    .toSQL();
-  const inserts = [
-    ...bulkInserts(db, episodes, "episodes", episodeRows),
-    ...bulkInserts(db, messages, "messages", messageRows),
+  };
+  return {
+    groupId: spec.groupId,
+    status,
+    episodeRows: episodeRows.map((row) => rowJson(EPISODE_COLUMNS, row)),
+    messageRows: messageRows.map((row) => rowJson(MESSAGE_COLUMNS, row)),
+    groupRow: rowJson(GROUP_COLUMNS, group),
+  };
+}
+
+/**
+ * The statements that land one or more groups: their episodes and messages (ON CONFLICT DO
+ * NOTHING), then their group rows upserted last — in the same transaction, readers see a group
+ * landed only with all of its rows there. Landing twice never duplicates anything.
+ */
+export function landingStatements(
+  db: D1Database,
+  payloads: readonly LandingPayload[],
+): D1PreparedStatement[] {
+  const bound = (sql: string, rows: string[]) =>
+    pack(rows).map((chunk) => db.prepare(sql).bind(chunk));
+  return [
+    ...bound(
+      INSERT_EPISODES,
+      payloads.flatMap((p) => p.episodeRows),
+    ),
+    ...bound(
+      INSERT_MESSAGES,
+      payloads.flatMap((p) => p.messageRows),
+    ),
+    ...bound(
+      UPSERT_GROUPS,
+      payloads.map((p) => p.groupRow),
+    ),
   ];
-  // Rows first, group row last and in the final batch: readers see the group as landed only
-  // once all of it is there. Most groups fit one batch, which is one transaction.
-  const batches: D1PreparedStatement[][] = [];
-  for (let i = 0; i < inserts.length; i += STATEMENTS_PER_BATCH)
-    batches.push(inserts.slice(i, i + STATEMENTS_PER_BATCH));
-  const last = batches.pop() ?? [];
-  for (const batch of batches) await db.batch(batch);
-  await db.batch([...last, db.prepare(upsert.sql).bind(...upsert.params)]);
-  return status;
+}
+
+/**
+ * Landings larger than this go straight to D1 instead of through the lander: Workers RPC
+ * messages are capped at 32 MiB, and a lander holding a few such groups would crowd its memory.
+ */
+export const LANDER_MAX_CHARS = 8_000_000;
+
+export function payloadChars(payload: LandingPayload): number {
+  let chars = payload.groupRow.length;
+  for (const row of payload.episodeRows) chars += row.length;
+  for (const row of payload.messageRows) chars += row.length;
+  return chars;
+}
+
+/** Statements per D1 `batch()`; one batch is one transaction. */
+export const STATEMENTS_PER_BATCH = 96;
+
+/**
+ * Writes one group's statements; one that needs more than a batch is written in several, the
+ * group row in the last, so it still becomes visible only when complete.
+ */
+export async function commitGroup(
+  db: D1Database,
+  statements: readonly D1PreparedStatement[],
+): Promise<void> {
+  for (let i = 0; i < statements.length; i += STATEMENTS_PER_BATCH) {
+    await db.batch(statements.slice(i, i + STATEMENTS_PER_BATCH));
+  }
 }

@@ -123,10 +123,8 @@ export function groupForTrainer(
   };
 }
 
-const inIds = (
-  column: typeof groups.id | typeof episodes.groupId | typeof messages.groupId,
-  ids: readonly string[],
-) => sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`;
+const inIds = (column: typeof groups.id | typeof episodes.groupId, ids: readonly string[]) =>
+  sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`;
 
 /** Reads the claimed groups, in claim order, with what the trainer asked to include. */
 export async function readBatchGroups(
@@ -151,7 +149,10 @@ export async function readBatchGroups(
         ? d1
             .select()
             .from(messages)
-            .where(inIds(messages.groupId, page))
+            // Through the episodes, so SQLite walks the messages' primary key, not a scan.
+            .where(
+              sql`${messages.episodeId} IN (SELECT id FROM episodes WHERE group_id IN (SELECT value FROM json_each(${JSON.stringify(page)})))`,
+            )
             .orderBy(asc(messages.episodeId), asc(messages.seq))
             .all()
         : Promise.resolve([] as MessageRecord[]),

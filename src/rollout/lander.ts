@@ -1,0 +1,87 @@
+/**
+ * Group commit for landings. Finished groups hand their rows to this object, which writes
+ * whatever has arrived meanwhile to D1 in one transaction and answers each group only after D1
+ * has committed it — so a group still keeps its transcripts until D1 confirmed the landing. D1
+ * pays a round trip per batch however small it is; coalescing concurrent landings is what lets
+ * many groups land per second. Nothing is stored here: a lander that restarts loses only calls
+ * in progress, and their groups retry.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { errorMessage } from "../sdk";
+import {
+  commitGroup,
+  type LandingPayload,
+  landingStatements,
+  STATEMENTS_PER_BATCH,
+} from "./landing";
+
+interface Pending {
+  payload: LandingPayload;
+  /** Set once the rows are written (or refused). */
+  outcome: { ok: true } | { ok: false; error: string } | null;
+  /** Wakes the caller: its rows were written, or it is its turn to write a batch. */
+  wake: () => void;
+  woken: Promise<void>;
+}
+
+/** What a group object calls. (Workers' RPC types cannot express our `unknown` JSON fields.) */
+export interface LanderApi {
+  land(payload: LandingPayload): Promise<void>;
+}
+
+/** Groups per transaction: enough to amortise D1's round trip, small enough for its limits. */
+const GROUPS_PER_COMMIT = 32;
+
+export class Lander extends DurableObject<Env> implements LanderApi {
+  private readonly queue: Pending[] = [];
+  private writing = false;
+
+  /** Lands one group's rows, together with whichever others are waiting. */
+  async land(payload: LandingPayload): Promise<void> {
+    let wake = () => {};
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const pending: Pending = { payload, outcome: null, wake, woken };
+    this.queue.push(pending);
+    if (this.writing) await pending.woken;
+    // Each call writes at most one batch, so no call runs into D1's per-invocation query limit.
+    if (pending.outcome === null) await this.writeBatch();
+    if (pending.outcome === null || !pending.outcome.ok) {
+      throw new Error(pending.outcome?.error ?? "landing did not happen");
+    }
+  }
+
+  private async writeBatch(): Promise<void> {
+    this.writing = true;
+    const batch = this.queue.splice(0, GROUPS_PER_COMMIT);
+    const statements = landingStatements(
+      this.env.DB,
+      batch.map((p) => p.payload),
+    );
+    try {
+      if (statements.length <= STATEMENTS_PER_BATCH) await this.env.DB.batch(statements);
+      else await commitGroup(this.env.DB, statements); // one group too large for one batch
+      for (const p of batch) p.outcome = { ok: true };
+    } catch {
+      // One bad group must not sink the others: write each alone to find it.
+      for (const p of batch) {
+        try {
+          await commitGroup(this.env.DB, landingStatements(this.env.DB, [p.payload]));
+          p.outcome = { ok: true };
+        } catch (error) {
+          p.outcome = { ok: false, error: `D1: ${errorMessage(error)}` };
+        }
+      }
+    } finally {
+      for (const p of batch) p.wake();
+      this.writing = false;
+      // The next waiting call writes the next batch, in its own invocation.
+      const next = this.queue[0];
+      if (next) {
+        this.writing = true;
+        next.wake();
+      }
+    }
+  }
+}
