@@ -37,7 +37,7 @@ export function processesOf(pgid: number, name = "workerd"): Sample[] {
       continue;
     }
     const sample = read(pid);
-    if (sample && sample.comm.includes(name)) out.push(sample);
+    if (sample?.comm.includes(name)) out.push(sample);
   }
   return out;
 }

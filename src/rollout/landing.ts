@@ -73,9 +73,10 @@ const GROUP_COLUMNS = columnsOf(groups, [
 
 /** `INSERT ... SELECT FROM json_each(?)`: one bound parameter carries many rows. */
 function insertSql(tableName: string, columns: Columns): string {
-  return `INSERT INTO "${tableName}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")})
-    SELECT ${columns.map((_, i) => `value ->> ${i}`).join(", ")}
-    FROM json_each(?) WHERE true`;
+  return `WITH r AS MATERIALIZED (SELECT jsonb(value) AS j FROM json_each(?))
+    INSERT INTO "${tableName}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")})
+    SELECT ${columns.map((_, i) => `j ->> ${i}`).join(", ")}
+    FROM r WHERE true`;
 }
 
 const INSERT_EPISODES = `${insertSql("episodes", EPISODE_COLUMNS)} ON CONFLICT DO NOTHING`;

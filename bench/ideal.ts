@@ -1,0 +1,77 @@
+/**
+ * Part 2: distance from the latency-bound ideal. Every generation takes 1 s at the host, so C
+ * concurrent episodes can at best make C turns per second; the pipeline's own time between
+ * turns (stepping, persisting, queueing) is what keeps it below. Also samples workerd's peak
+ * resident memory (part 5) while the episodes are in flight.
+ */
+import pMap from "p-map";
+import { rssSampler } from "./proc";
+import { type BenchStack, median, waitForRun } from "./stack";
+
+export interface IdealPoint {
+  concurrency: number;
+  turnsPerEpisode: number;
+  /** Median over one-second windows of steady state: turns per second / C. */
+  ratio: number;
+  /** Whole run, start to last landing: (turns per episode × 1 s) / wall time. */
+  endToEndRatio: number;
+  overheadMsP50: number | null;
+  overheadMsP99: number | null;
+  peakRssMb: number;
+}
+
+const SIZE = 8;
+const LATENCY_MS = 1000;
+const MODEL = `sim+latency:${LATENCY_MS}`;
+
+export async function measureIdeal(
+  bench: BenchStack,
+  concurrency: number,
+  turns: number,
+): Promise<IdealPoint> {
+  const groups = concurrency / SIZE;
+  const runId = `bench-ideal-${concurrency}`;
+  await bench.resetSimStats();
+  const rss = rssSampler(bench.pgid);
+  const before = bench.simRequests(MODEL);
+  const started = Date.now();
+  await pMap(
+    Array.from({ length: groups }, (_, i) => i),
+    (i) =>
+      bench.client.startGroup({
+        env: "marathon",
+        example: {
+          id: `c${concurrency}-${i}`,
+          input: "Go.",
+          metadata: { turns, reply_bytes: 200 },
+        },
+        group_size: SIZE,
+        run_id: runId,
+        sampling: { model: MODEL, seed: i, max_completion_tokens: 16 },
+      }),
+    { concurrency: 32 },
+  );
+  // Turns answered per second, sampled once a second while every episode is under way.
+  const counts: number[] = [];
+  const sampler = setInterval(() => counts.push(bench.simRequests(MODEL) - before), 1000);
+  await waitForRun(bench.client, runId, groups);
+  clearInterval(sampler);
+  const seconds = (Date.now() - started) / 1000;
+  const peakRssMb = rss.stop();
+
+  // Steady state: skip the first second (starting) and the last two (episodes finishing).
+  const rates = counts.slice(1).map((c, i) => c - (counts[i] as number));
+  const steady = rates.slice(1, Math.max(2, rates.length - 2));
+  const stats = (await (await fetch(new URL("/sim/stats", bench.stack.inferenceUrl))).json()) as {
+    turnOverheadMs: { p50: number | null; p99: number | null };
+  };
+  return {
+    concurrency,
+    turnsPerEpisode: turns,
+    ratio: median(steady) / concurrency,
+    endToEndRatio: (turns * LATENCY_MS) / 1000 / seconds,
+    overheadMsP50: stats.turnOverheadMs.p50,
+    overheadMsP99: stats.turnOverheadMs.p99,
+    peakRssMb,
+  };
+}

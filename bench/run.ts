@@ -1,0 +1,70 @@
+/**
+ * `npm run bench [-- --quick]`: what edgeroll costs on top of inference, measured against its
+ * references in one run on this machine. See BENCHMARKS.md for the figures and what they mean.
+ */
+import { measureGrowth } from "./growth";
+import { type IdealPoint, measureIdeal } from "./ideal";
+import { measureLanding } from "./landing";
+import { measureOverhead } from "./overhead";
+import { printTable, resultsJson, writeOutputs } from "./report";
+import { withBenchStack } from "./stack";
+
+const quick = process.argv.includes("--quick");
+const plan = quick
+  ? {
+      overhead: { groups: 4, repeats: 1 },
+      concurrency: [8, 64],
+      turns: 4,
+      growthTurns: 10,
+      landing: { groups: 50, repeats: 1 },
+    }
+  : {
+      overhead: { groups: 32, repeats: 3 },
+      concurrency: [8, 64, 256, 1024],
+      turns: 12,
+      growthTurns: 50,
+      landing: { groups: 300, repeats: 3 },
+    };
+
+const started = Date.now();
+const say = (line: string) =>
+  console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`);
+
+const pipeline = await withBenchStack(async (bench) => {
+  say(
+    `overhead: ${plan.overhead.groups} guess-number groups of 8, ${plan.overhead.repeats} repeat(s)`,
+  );
+  const overhead = await measureOverhead(bench, plan.overhead);
+  say(
+    `overhead ratio ${overhead.overheadRatio.toFixed(2)}, ${overhead.cpuMsPerTurn.toFixed(2)} ms CPU/turn`,
+  );
+  const ideal: IdealPoint[] = [];
+  for (const c of plan.concurrency) {
+    const point = await measureIdeal(bench, c, plan.turns);
+    say(
+      `C=${c}: achieved/ideal ${point.ratio.toFixed(2)}, overhead p50 ${point.overheadMsP50} ms, p99 ${point.overheadMsP99} ms, RSS ${point.peakRssMb.toFixed(0)} MB`,
+    );
+    ideal.push(point);
+  }
+  const growth = await measureGrowth(bench, plan.growthTurns);
+  say(`growth: ${growth.turns} turns, ${growth.storedTotal} bytes stored`);
+  return { overhead, ideal, growth };
+});
+say(`landing and serving: ${plan.landing.groups} groups, ${plan.landing.repeats} repeat(s)`);
+const landing = await measureLanding(plan.landing.groups, plan.landing.repeats);
+say(
+  `landing ${landing.landingGroupsPerS.toFixed(0)} groups/s, serving ${landing.servingEpisodesPerS.toFixed(0)} episodes/s`,
+);
+
+const results = resultsJson({
+  quick,
+  seconds: (Date.now() - started) / 1000,
+  ...pipeline,
+  landing,
+});
+printTable(results);
+if (quick) say("quick run: figures printed only; `npm run bench` writes BENCHMARKS.md");
+else {
+  writeOutputs(results, "npm run bench");
+  say("wrote BENCHMARKS.md and bench/results.json");
+}

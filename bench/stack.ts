@@ -1,0 +1,66 @@
+/** The stack every bench part shares: one `wrangler dev` (workerd, local D1) and the simulator. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type LocalStack, startLocalStack } from "../src/cli/local-stack";
+import { EdgerollClient } from "../src/client/edgeroll-client";
+
+export interface BenchStack {
+  stack: LocalStack;
+  client: EdgerollClient;
+  /** The process group of wrangler and its workerd, for CPU and memory readings. */
+  pgid: number;
+  simRequests(model: string): number;
+  resetSimStats(): Promise<void>;
+}
+
+export async function withBenchStack<T>(body: (bench: BenchStack) => Promise<T>): Promise<T> {
+  const state = mkdtempSync(join(tmpdir(), "edgeroll-bench-"));
+  // Latency 0 at the host; parts that need latency ask for it per request (`sim+latency:1000`).
+  // The in-flight cap is lifted so that C = 1,024 episodes can all be generating at once.
+  const stack = await startLocalStack({
+    persistTo: state,
+    sim: { latency: { ttftMs: 0, msPerToken: 0, msPerPromptToken: 0 } },
+    vars: { MAX_INFLIGHT_GENERATIONS: "4096", HEARTBEAT_S: "30" },
+  });
+  try {
+    const simulator = stack.simulator;
+    if (simulator === null) throw new Error("the bench needs the built-in simulator");
+    return await body({
+      stack,
+      client: new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin, attempts: 5 }),
+      pgid: stack.wrangler.pid as number,
+      simRequests: (model) => simulator.stats().byModel[model]?.requests ?? 0,
+      resetSimStats: async () => {
+        await fetch(new URL("/sim/stats/reset", simulator.url), { method: "POST" });
+      },
+    });
+  } finally {
+    await stack.stop();
+    rmSync(state, { recursive: true, force: true });
+  }
+}
+
+/** Waits until every group of the run has landed (or failed). */
+export async function waitForRun(
+  client: EdgerollClient,
+  runId: string,
+  groups: number,
+  timeoutMs = 600_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const progress = await client.getRun(runId);
+    if (progress.groups.landed + progress.groups.failed >= groups) return;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not land in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
