@@ -6,12 +6,12 @@
  */
 import pMap from "p-map";
 import { rssSampler } from "./proc";
-import { type BenchStack, median, waitForRun } from "./stack";
+import { type BenchStack, waitForRun } from "./stack";
 
 export interface IdealPoint {
   concurrency: number;
   turnsPerEpisode: number;
-  /** Median over one-second windows of steady state: turns per second / C. */
+  /** Steady state: turns per second / C. */
   ratio: number;
   /** Whole run, start to last landing: (turns per episode × 1 s) / wall time. */
   endToEndRatio: number;
@@ -51,24 +51,30 @@ export async function measureIdeal(
       }),
     { concurrency: 32 },
   );
-  // Turns answered per second, sampled once a second while every episode is under way.
-  const counts: number[] = [];
-  const sampler = setInterval(() => counts.push(bench.simRequests(MODEL) - before), 1000);
+  // Turns answered, sampled every 250 ms while the episodes run.
+  const samples: [number, number][] = [];
+  const sampler = setInterval(
+    () => samples.push([Date.now(), bench.simRequests(MODEL) - before]),
+    250,
+  );
   await waitForRun(bench.client, runId, groups);
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const peakRssMb = rss.stop();
 
-  // Steady state: skip the first second (starting) and the last two (episodes finishing).
-  const rates = counts.slice(1).map((c, i) => c - (counts[i] as number));
-  const steady = rates.slice(1, Math.max(2, rates.length - 2));
+  // Steady state: from 1 s after every group started until 2 s before the last landed (the
+  // first and last turns are start-up and finishing), as one rate over the whole window.
+  const first = samples.find(([t]) => t >= (samples[0]?.[0] ?? 0) + 1000);
+  const last = samples.findLast(([t]) => t <= (samples.at(-1)?.[0] ?? 0) - 2000);
+  const steadyRate =
+    first && last && last[0] > first[0] ? ((last[1] - first[1]) * 1000) / (last[0] - first[0]) : 0;
   const stats = (await (await fetch(new URL("/sim/stats", bench.stack.inferenceUrl))).json()) as {
     turnOverheadMs: { p50: number | null; p99: number | null };
   };
   return {
     concurrency,
     turnsPerEpisode: turns,
-    ratio: median(steady) / concurrency,
+    ratio: steadyRate / concurrency,
     endToEndRatio: (turns * LATENCY_MS) / 1000 / seconds,
     overheadMsP50: stats.turnOverheadMs.p50,
     overheadMsP99: stats.turnOverheadMs.p99,

@@ -133,7 +133,7 @@ export function writeOutputs(r: Results, command: string): void {
 
 Written by \`${command}\` on ${r.date.slice(0, 10)} in ${fmt(r.seconds, 0)} s.
 Machine: ${r.machine}. One local workerd (\`wrangler dev\`, local D1) and the simulator share it.
-Figures are medians of repeated runs (per-second windows for the ideal ratios) and ratios
+Figures are medians of repeated runs (one steady-state window per C for the ideal ratios) and ratios
 measured in the same run, because the machine is shared and noisy. Raw figures:
 [bench/results.json](bench/results.json).
 
@@ -149,7 +149,7 @@ ${rows(r)
 What each figure is:
 - **Overhead ratio**: turns per second of the full pipeline (HTTP trigger, group Durable Object, step and score workers, D1 landing) divided by the SDK's own episode loop in one Node process, same guess-number groups, seeds and simulator at latency 0 (${fmt(r.details.overhead.pipelineTurnsPerS, 0)} vs ${fmt(r.details.overhead.inProcessTurnsPerS, 0)} turns/s, ${r.details.overhead.groups} groups of 8).
 - **workerd CPU per turn**: CPU time of the workerd process (every worker, object and local D1) over the pipeline run, divided by the turns played.
-- **Achieved / ideal**: with every generation taking 1 s at the host, C episodes can make at most C turns per second; this is the median per-second rate in steady state over C (end to end, including start and the landing tail: ${Object.entries(
+- **Achieved / ideal**: with every generation taking 1 s at the host, C episodes can make at most C turns per second; this is the rate in steady state (from 1 s after the last group started to 2 s before the last landed) over C (end to end, including start and the landing tail: ${Object.entries(
     r.ideal_ratio_end_to_end,
   )
     .map(([c, v]) => `C=${c} ${fmt(v)}`)
