@@ -5,6 +5,7 @@
  */
 import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
+import { configFrom } from "../src/config";
 import { loadEnvironment } from "../src/environments/registry";
 import { generate } from "../src/inference/client";
 import { generationSeed, SamplingSchema } from "../src/rollout/group-spec";
@@ -36,7 +37,7 @@ export async function inProcessLoop(
                   sampling,
                   messages,
                   seed: generationSeed(sampling, idx, turn.index),
-                  stream: true,
+                  stream: configFrom({}).INFERENCE_STREAM,
                 },
                 { deadlineMs: 600_000, maxRetries: 4 },
               );

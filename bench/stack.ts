@@ -14,14 +14,18 @@ export interface BenchStack {
   resetSimStats(): Promise<void>;
 }
 
-export async function withBenchStack<T>(body: (bench: BenchStack) => Promise<T>): Promise<T> {
+export async function withBenchStack<T>(
+  body: (bench: BenchStack) => Promise<T>,
+  extra: { inspectorPort?: number; vars?: Record<string, string> } = {},
+): Promise<T> {
   const state = mkdtempSync(join(tmpdir(), "edgeroll-bench-"));
   // Latency 0 at the host; parts that need latency ask for it per request (`sim+latency:1000`).
   // The in-flight cap is lifted so that C = 1,024 episodes can all be generating at once.
   const stack = await startLocalStack({
     persistTo: state,
     sim: { latency: { ttftMs: 0, msPerToken: 0, msPerPromptToken: 0 } },
-    vars: { MAX_INFLIGHT_GENERATIONS: "4096", HEARTBEAT_S: "30" },
+    vars: { MAX_INFLIGHT_GENERATIONS: "4096", HEARTBEAT_S: "30", ...extra.vars },
+    ...(extra.inspectorPort ? { inspectorPort: extra.inspectorPort } : {}),
   });
   try {
     const simulator = stack.simulator;

@@ -7,8 +7,12 @@ const count = (fallback: number) => z.coerce.number().int().nonnegative().defaul
 const ConfigSchema = z.object({
   INFERENCE_BASE_URL: z.url().default("http://127.0.0.1:8000/v1"),
   INFERENCE_API_KEY: z.string().optional(),
-  /** "false" sends non-streaming requests; streaming frees the connection slot sooner. */
-  INFERENCE_STREAM: z.stringbool().default(true),
+  /**
+   * "true" streams completions. Off by default: one body per generation costs about a quarter
+   * less Worker CPU per turn than a chunk per token (BENCHMARKS.md). Turn it on when a proxy
+   * between the Worker and the host cuts connections that stay silent for long generations.
+   */
+  INFERENCE_STREAM: z.stringbool().default(false),
   GENERATION_DEADLINE_S_PER_TOKEN: seconds(0.5),
   GENERATION_DEADLINE_MIN_S: seconds(600),
   GENERATION_DEADLINE_MAX_S: seconds(3600),
