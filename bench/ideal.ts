@@ -5,7 +5,7 @@
  * resident memory (part 5) while the episodes are in flight.
  */
 import pMap from "p-map";
-import { rssSampler } from "./proc";
+import { rssSampler, workerdCpuMs } from "./proc";
 import { type BenchStack, waitForRun } from "./stack";
 
 export interface IdealPoint {
@@ -18,11 +18,24 @@ export interface IdealPoint {
   overheadMsP50: number | null;
   overheadMsP99: number | null;
   peakRssMb: number;
+  /** workerd CPU seconds per wall second over the run: 1.0 is one core, all of the time. */
+  workerdCores: number;
 }
 
 const SIZE = 8;
 const LATENCY_MS = 1000;
 const MODEL = `sim+latency:${LATENCY_MS}`;
+
+/** Least-squares slope of y against x. */
+function slope(points: readonly [number, number][]): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  const sxy = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
+  const sxx = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  return sxx === 0 ? 0 : sxy / sxx;
+}
 
 export async function measureIdeal(
   bench: BenchStack,
@@ -34,6 +47,7 @@ export async function measureIdeal(
   await bench.resetSimStats();
   const rss = rssSampler(bench.pgid);
   const before = bench.simRequests(MODEL);
+  const cpuBefore = workerdCpuMs(bench.pgid);
   const started = Date.now();
   await pMap(
     Array.from({ length: groups }, (_, i) => i),
@@ -60,14 +74,16 @@ export async function measureIdeal(
   await waitForRun(bench.client, runId, groups);
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
+  const workerdCores = (workerdCpuMs(bench.pgid) - cpuBefore) / 1000 / seconds;
   const peakRssMb = rss.stop();
 
   // Steady state: from 1 s after every group started until 2 s before the last landed (the
-  // first and last turns are start-up and finishing), as one rate over the whole window.
-  const first = samples.find(([t]) => t >= (samples[0]?.[0] ?? 0) + 1000);
-  const last = samples.findLast(([t]) => t <= (samples.at(-1)?.[0] ?? 0) - 2000);
-  const steadyRate =
-    first && last && last[0] > first[0] ? ((last[1] - first[1]) * 1000) / (last[0] - first[0]) : 0;
+  // first and last turns are start-up and finishing). The rate is the least-squares slope of
+  // turns against time there: episodes move in step, so counts rise in stairs, and two
+  // endpoints alone would catch one stair more or less.
+  const from = (samples[0]?.[0] ?? 0) + 1000;
+  const to = (samples.at(-1)?.[0] ?? 0) - 2000;
+  const steadyRate = slope(samples.filter(([t]) => t >= from && t <= to)) * 1000;
   const stats = (await (await fetch(new URL("/sim/stats", bench.stack.inferenceUrl))).json()) as {
     turnOverheadMs: { p50: number | null; p99: number | null };
   };
@@ -79,5 +95,6 @@ export async function measureIdeal(
     overheadMsP50: stats.turnOverheadMs.p50,
     overheadMsP99: stats.turnOverheadMs.p99,
     peakRssMb,
+    workerdCores,
   };
 }

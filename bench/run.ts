@@ -42,7 +42,7 @@ const pipeline = await withBenchStack(async (bench) => {
   for (const c of plan.concurrency) {
     const point = await measureIdeal(bench, c, plan.turns);
     say(
-      `C=${c}: achieved/ideal ${point.ratio.toFixed(2)}, overhead p50 ${point.overheadMsP50} ms, p99 ${point.overheadMsP99} ms, RSS ${point.peakRssMb.toFixed(0)} MB`,
+      `C=${c}: achieved/ideal ${point.ratio.toFixed(2)}, overhead p50 ${point.overheadMsP50} ms, p99 ${point.overheadMsP99} ms, RSS ${point.peakRssMb.toFixed(0)} MB, workerd ${point.workerdCores.toFixed(2)} cores`,
     );
     ideal.push(point);
   }

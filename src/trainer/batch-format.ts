@@ -16,7 +16,23 @@ type Include = (typeof INCLUDE)[number];
 /** Groups per read: about a thousand episodes' messages per query at typical group sizes. */
 const GROUPS_PER_PAGE = 100;
 
-function chatMessage(m: MessageRecord): ChatMessage {
+/** The message columns a trainer receives; reading only these keeps a lease's result small. */
+const TRAINER_MESSAGE_COLUMNS = {
+  episodeId: messages.episodeId,
+  turn: messages.turn,
+  role: messages.role,
+  content: messages.content,
+  name: messages.name,
+  toolCalls: messages.toolCalls,
+  toolCallId: messages.toolCallId,
+  sampled: messages.sampled,
+  finishReason: messages.finishReason,
+  completionTokens: messages.completionTokens,
+};
+
+type TrainerMessage = Pick<MessageRecord, keyof typeof TRAINER_MESSAGE_COLUMNS>;
+
+function chatMessage(m: TrainerMessage): ChatMessage {
   return {
     role: m.role,
     content: m.content,
@@ -35,7 +51,7 @@ function turnCredit(episode: EpisodeRecord, turn: number) {
 }
 
 /** Rejection-sampling SFT: a successful episode's own transcript as the target. */
-function sftRow(episode: EpisodeRecord, transcript: readonly MessageRecord[]) {
+function sftRow(episode: EpisodeRecord, transcript: readonly TrainerMessage[]) {
   if (episode.success !== true) return { sft: null };
   try {
     const prompt = transcript.filter((m) => m.turn === null).map(chatMessage);
@@ -58,7 +74,7 @@ function sftRow(episode: EpisodeRecord, transcript: readonly MessageRecord[]) {
 
 export function episodeForTrainer(
   episode: EpisodeRecord,
-  transcript: readonly MessageRecord[],
+  transcript: readonly TrainerMessage[],
   include: readonly Include[],
 ) {
   const perTurn = include.includes("per_turn");
@@ -103,7 +119,7 @@ export function episodeForTrainer(
 export function groupForTrainer(
   group: GroupRecord,
   groupEpisodes: readonly EpisodeRecord[],
-  transcripts: ReadonlyMap<string, MessageRecord[]>,
+  transcripts: ReadonlyMap<string, TrainerMessage[]>,
   include: readonly Include[],
 ) {
   return {
@@ -147,7 +163,7 @@ export async function readBatchGroups(
         .all(),
       needMessages
         ? d1
-            .select()
+            .select(TRAINER_MESSAGE_COLUMNS)
             .from(messages)
             // Through the episodes, so SQLite walks the messages' primary key, not a scan.
             .where(
@@ -155,9 +171,9 @@ export async function readBatchGroups(
             )
             .orderBy(asc(messages.episodeId), asc(messages.seq))
             .all()
-        : Promise.resolve([] as MessageRecord[]),
+        : Promise.resolve([] as TrainerMessage[]),
     ]);
-    const transcripts = new Map<string, MessageRecord[]>();
+    const transcripts = new Map<string, TrainerMessage[]>();
     for (const m of messageRows) {
       const list = transcripts.get(m.episodeId) ?? [];
       list.push(m);
