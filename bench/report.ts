@@ -167,9 +167,9 @@ What each figure is:
 
 Marathon episodes of ${r.growth.turns} turns with ${r.growth.replyBytes}-byte replies, bytes per turn at a given turn index:
 
-| Turn | Stored (object and D1, each) | Step call (transcript so far) | Inference request (prompt) |
-|---:|---:|---:|---:|
-${growthRows.map((g) => `| ${g.turn} | ${g.storedBytes} | ${g.stepCallBytes} | ${g.inferenceBytes} |`).join("\n")}
+| Turn | Stored in the object | Moved to D1 (once, at landing) | Moved to the step worker (transcript so far) | Inference request (prompt) |
+|---:|---:|---:|---:|---:|
+${growthRows.map((g) => `| ${g.turn} | ${g.storedBytes} | ${g.storedBytes} | ${g.stepCallBytes} | ${g.inferenceBytes} |`).join("\n")}
 
 Stored bytes per turn stay flat, so storage grows linearly with the transcript (${r.growth.storedTotal} bytes for the whole episode, landed in D1 once). The step call carries the whole transcript because environments rebuild their state by replaying it, so it grows with the turn index and its total over an episode is quadratic (${r.growth.stepCallTotal} bytes, ${fmt(r.growth.stepCallTotal / r.growth.storedTotal, 1)}× the transcript); it travels over a Worker-to-Worker RPC inside one location, never to D1, and is the same size as the prompt the inference host must receive anyway.
 
