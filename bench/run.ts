@@ -23,7 +23,7 @@ const plan = quick
       concurrency: [8, 64, 256, 1024],
       turns: 12,
       growthTurns: 50,
-      landing: { groups: 300, repeats: 3 },
+      landing: { groups: 600, repeats: 3 },
     };
 
 const started = Date.now();
