@@ -1,6 +1,7 @@
 /**
  * `npm run bench:profile`: a V8 CPU profile of the Worker while it plays the overhead workload
- * (guess-number groups, simulator latency 0), through wrangler's inspector. Prints the
+ * (guess-number groups, simulator latency 0; or `-- N marathon` for the ideal-ratio workload),
+ * through wrangler's inspector. Prints the
  * functions with the most self time; the tool behind the CPU-per-turn work in BENCHMARKS.md.
  */
 import pMap from "p-map";
@@ -20,6 +21,8 @@ interface Profile {
 }
 
 const GROUPS = Number(process.argv[2] ?? "32");
+/** `marathon`: the ideal-ratio workload (12-turn episodes, 1 s generations) instead. */
+const MARATHON = process.argv[3] === "marathon";
 
 /** A minimal Chrome DevTools Protocol client over the inspector's WebSocket. */
 async function devtools(url: string) {
@@ -61,17 +64,27 @@ await withBenchStack(
     await pMap(
       Array.from({ length: GROUPS }, (_, i) => i),
       (i) =>
-        bench.client.startGroup({
-          env: "guess-number",
-          example: {
-            id: `p${i}`,
-            input: "Find the number.",
-            metadata: { secret: 1 + ((i * 37) % 100) },
-          },
-          group_size: 8,
-          run_id: "profile",
-          sampling: { model: "sim", temperature: 1, seed: i, max_completion_tokens: 64 },
-        }),
+        bench.client.startGroup(
+          MARATHON
+            ? {
+                env: "marathon",
+                example: { id: `p${i}`, input: "Go.", metadata: { turns: 12, reply_bytes: 200 } },
+                group_size: 8,
+                run_id: "profile",
+                sampling: { model: "sim+latency:1000", seed: i, max_completion_tokens: 16 },
+              }
+            : {
+                env: "guess-number",
+                example: {
+                  id: `p${i}`,
+                  input: "Find the number.",
+                  metadata: { secret: 1 + ((i * 37) % 100) },
+                },
+                group_size: 8,
+                run_id: "profile",
+                sampling: { model: "sim", temperature: 1, seed: i, max_completion_tokens: 64 },
+              },
+        ),
       { concurrency: 16 },
     );
     await waitForRun(bench.client, "profile", GROUPS);

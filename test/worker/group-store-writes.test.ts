@@ -1,0 +1,102 @@
+// The per-turn writes skip transactionSync for speed; these prove they still never leave half
+// a turn behind: a write the database refuses leaves the episode exactly as it was.
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect, it } from "vitest";
+import { newGroupId, requestHash } from "../../src/rollout/group-ids";
+import { type GroupSpec, StartGroupRequestSchema } from "../../src/rollout/group-spec";
+import { GroupStore } from "../../src/rollout/group-store";
+import { type ChatMessage, sampledMessage } from "../../src/sdk";
+
+const STATS = {
+  promptTokens: 10,
+  completionTokens: 5,
+  finishReason: "stop",
+  latencyMs: 3,
+  attempts: 1,
+};
+
+/** A fresh object holding one group of one episode that has opened and sent its generation. */
+async function withOpenedEpisode(
+  body: (store: GroupStore, storage: DurableObjectStorage) => void,
+): Promise<void> {
+  const request = StartGroupRequestSchema.parse({
+    env: "guess-number",
+    example: { id: "writes", input: "Find the number.", metadata: { secret: 7 } },
+    group_size: 1,
+    run_id: "writes",
+    sampling: { model: "sim" },
+  });
+  const spec: GroupSpec = {
+    groupId: await newGroupId(null),
+    request,
+    requestHash: await requestHash(request),
+    idempotencyKey: null,
+    createdAt: new Date().toISOString(),
+  };
+  const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
+  await runInDurableObject(stub, (_instance, state) => {
+    const store = new GroupStore(state.storage);
+    store.create(spec);
+    store.recordOpening(0, [{ role: "user", content: "Guess." }], 5);
+    store.markSent(0, Date.now() + 60_000);
+    body(store, state.storage);
+  });
+}
+
+/** Puts a row where the next message will go, so the database refuses that insert. */
+function occupySeq(storage: DurableObjectStorage, seq: number): void {
+  storage.sql.exec(
+    "INSERT INTO messages (idx, seq, turn, sampled, message) VALUES (0, ?, NULL, 0, '{}')",
+    seq,
+  );
+}
+
+const seqs = (storage: DurableObjectStorage) =>
+  storage.sql
+    .exec("SELECT seq FROM messages WHERE idx = 0 ORDER BY seq")
+    .toArray()
+    .map((r) => r.seq);
+
+it("a refused action leaves the episode generating, its generation still sent", async () => {
+  await withOpenedEpisode((store, storage) => {
+    occupySeq(storage, 1);
+    expect(() => store.recordAction(0, sampledMessage({ content: "5" }), STATS)).toThrow();
+    const reread = new GroupStore(storage);
+    expect(reread.episode(0)).toMatchObject({ state: "generating", turns: 0 });
+    expect(reread.generation(0)?.state).toBe("sent");
+    expect(seqs(storage)).toEqual([0, 1]);
+  });
+});
+
+it("a refused reply leaves the episode stepping, with no step recorded", async () => {
+  await withOpenedEpisode((store, storage) => {
+    store.recordAction(0, sampledMessage({ content: "5" }), STATS);
+    occupySeq(storage, 2);
+    const reply: ChatMessage = { role: "user", content: "Higher." };
+    expect(() =>
+      store.recordStep(0, { messages: [reply], metadata: {}, done: false }, "5"),
+    ).toThrow();
+    const reread = new GroupStore(storage);
+    expect(reread.episode(0)).toMatchObject({ state: "stepping", turns: 1 });
+    expect(reread.steps(0)).toEqual([]);
+    expect(seqs(storage)).toEqual([0, 1, 2]);
+  });
+});
+
+it("a reply of several messages is written whole or not at all", async () => {
+  await withOpenedEpisode((store, storage) => {
+    store.recordAction(0, sampledMessage({ content: "5" }), STATS);
+    occupySeq(storage, 3); // the second of the two replies
+    const replies: ChatMessage[] = [
+      { role: "tool", content: "higher", tool_call_id: "c1" },
+      { role: "user", content: "Again." },
+    ];
+    expect(() =>
+      store.recordStep(0, { messages: replies, metadata: {}, done: false }, "5"),
+    ).toThrow();
+    const reread = new GroupStore(storage);
+    expect(reread.episode(0)).toMatchObject({ state: "stepping", turns: 1 });
+    expect(seqs(storage)).toEqual([0, 1, 3]);
+  });
+});
