@@ -234,19 +234,6 @@ interface Mirror {
 
 type EndState = "completed" | "truncated" | "failed";
 
-/**
- * Runs writes with no rollback. Writes made in one synchronous block already commit together,
- * as the object's implicit transaction; what `transactionSync` adds is a rollback when the block
- * throws, and it costs about 0.5 ms of CPU per turn locally (BENCHMARKS.md). The two writes
- * every turn makes use this instead, because they are built so that a throw can only come
- * before anything is written: values are serialized first, and the only statement a constraint
- * could refuse is a single statement that comes first (test/worker/group-store-writes.test.ts).
- * Everything else keeps `transactionSync`.
- */
-function withoutRollback(write: () => void): void {
-  write();
-}
-
 export class GroupStore {
   private readonly sql: SqlStorage;
   private mirror: Mirror | null = null;
@@ -565,8 +552,7 @@ export class GroupStore {
           completionTokens: episode.completionTokens,
           totalTokens: episode.totalTokens,
         };
-    // The insert is the only statement that can be refused, and it comes first.
-    withoutRollback(() => {
+    this.storage.transactionSync(() => {
       this.append(
         idx,
         seq,
@@ -606,17 +592,14 @@ export class GroupStore {
         ? ["completed", "max_turns"]
         : null;
     const finishedAt = this.now();
-    const metadata = JSON.stringify(step.metadata);
-    // One reply (the usual case) is one insert, the only statement that can be refused, and it
-    // comes first; several replies need a real transaction.
-    const writes = () => {
+    this.storage.transactionSync(() => {
       for (const [i, message] of step.messages.entries())
         this.append(idx, first + i, turn, message);
       this.sql.exec(
         "INSERT OR REPLACE INTO steps (idx, turn, metadata) VALUES (?, ?, ?)",
         idx,
         turn,
-        metadata,
+        JSON.stringify(step.metadata),
       );
       if (ending === null) {
         this.sql.exec(
@@ -628,9 +611,7 @@ export class GroupStore {
         this.sql.exec("UPDATE episodes SET response_text = ? WHERE idx = ?", responseText, idx);
         this.writeEnd(idx, ending[0], ending[1], undefined, finishedAt);
       }
-    };
-    if (step.messages.length > 1) this.storage.transactionSync(writes);
-    else withoutRollback(writes);
+    });
     this.m.nextSeq[idx] = first + step.messages.length;
     this.patchEpisode(idx, { responseText, state: "generating" });
     if (ending !== null) this.mirrorEnd(idx, ending[0], ending[1], undefined, finishedAt);

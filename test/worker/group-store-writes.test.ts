@@ -1,5 +1,5 @@
-// The per-turn writes skip transactionSync for speed; these prove they still never leave half
-// a turn behind: a write the database refuses leaves the episode exactly as it was.
+// A turn's writes are all or nothing: a write the database refuses leaves the episode exactly
+// as it was, so a driver that fails there, or a restart, never sees half a turn.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
