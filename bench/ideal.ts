@@ -26,15 +26,15 @@ const SIZE = 8;
 const LATENCY_MS = 1000;
 const MODEL = `sim+latency:${LATENCY_MS}`;
 
-/** Least-squares slope of y against x. */
+/** Least-squares slope of y against x; NaN (reported as no figure) without two points. */
 function slope(points: readonly [number, number][]): number {
   const n = points.length;
-  if (n < 2) return 0;
+  if (n < 2) return Number.NaN;
   const mx = points.reduce((s, [x]) => s + x, 0) / n;
   const my = points.reduce((s, [, y]) => s + y, 0) / n;
   const sxy = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
   const sxx = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
-  return sxx === 0 ? 0 : sxy / sxx;
+  return sxx === 0 ? Number.NaN : sxy / sxx;
 }
 
 export async function measureIdeal(

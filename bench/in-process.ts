@@ -5,7 +5,6 @@
  */
 import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
-import { configFrom } from "../src/config";
 import { loadEnvironment } from "../src/environments/registry";
 import { generate } from "../src/inference/client";
 import { generationSeed, SamplingSchema } from "../src/rollout/group-spec";
@@ -19,6 +18,7 @@ export interface LoopRun {
 export async function inProcessLoop(
   simUrl: string,
   groups: readonly StartGroupInput[],
+  stream: boolean,
 ): Promise<LoopRun> {
   const started = Date.now();
   const turns = await pMap(
@@ -37,7 +37,7 @@ export async function inProcessLoop(
                   sampling,
                   messages,
                   seed: generationSeed(sampling, idx, turn.index),
-                  stream: configFrom({}).INFERENCE_STREAM,
+                  stream,
                 },
                 { deadlineMs: 600_000, maxRetries: 4 },
               );

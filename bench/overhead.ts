@@ -11,6 +11,8 @@ import { workerdCpuMs } from "./proc";
 import { type BenchStack, median, waitForRun } from "./stack";
 
 export interface OverheadResult {
+  /** Whether completions were streamed, in the pipeline (INFERENCE_STREAM) and the reference. */
+  stream: boolean;
   groups: number;
   groupSize: number;
   repeats: number;
@@ -39,14 +41,14 @@ function requests(runId: string, groups: number): StartGroupInput[] {
 
 export async function measureOverhead(
   bench: BenchStack,
-  options: { groups: number; repeats: number },
+  options: { groups: number; repeats: number; stream: boolean },
 ): Promise<OverheadResult> {
   const runs: OverheadResult["runs"] = [];
   for (let r = 0; r < options.repeats; r++) {
     const runId = `bench-overhead-${r}`;
     const batch = requests(runId, options.groups);
 
-    const reference = await inProcessLoop(bench.stack.inferenceUrl, batch);
+    const reference = await inProcessLoop(bench.stack.inferenceUrl, batch, options.stream);
 
     const cpuBefore = workerdCpuMs(bench.pgid);
     const requestsBefore = bench.simRequests("sim");
@@ -68,6 +70,7 @@ export async function measureOverhead(
   const inProcess = median(runs.map((r) => r.inProcessTurnsPerS));
   const pipeline = median(runs.map((r) => r.pipelineTurnsPerS));
   return {
+    stream: options.stream,
     groups: options.groups,
     groupSize: SIZE,
     repeats: options.repeats,

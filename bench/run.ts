@@ -5,7 +5,7 @@
 import { measureGrowth } from "./growth";
 import { type IdealPoint, measureIdeal } from "./ideal";
 import { measureLanding } from "./landing";
-import { measureOverhead } from "./overhead";
+import { measureOverhead, type OverheadResult } from "./overhead";
 import { printTable, resultsJson, writeOutputs } from "./report";
 import { withBenchStack } from "./stack";
 
@@ -14,7 +14,7 @@ const plan = quick
   ? {
       overhead: { groups: 4, repeats: 1 },
       concurrency: [8, 64],
-      turns: 4,
+      turns: 6,
       growthTurns: 10,
       landing: { groups: 50, repeats: 1 },
     }
@@ -30,14 +30,18 @@ const started = Date.now();
 const say = (line: string) =>
   console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`);
 
+function sayOverhead(o: OverheadResult): void {
+  say(
+    `overhead (${o.stream ? "streamed" : "non-streamed"}): ratio ${o.overheadRatio.toFixed(2)}, ${o.cpuMsPerTurn.toFixed(2)} ms workerd CPU per turn`,
+  );
+}
+
 const pipeline = await withBenchStack(async (bench) => {
   say(
     `overhead: ${plan.overhead.groups} guess-number groups of 8, ${plan.overhead.repeats} repeat(s)`,
   );
-  const overhead = await measureOverhead(bench, plan.overhead);
-  say(
-    `overhead ratio ${overhead.overheadRatio.toFixed(2)}, ${overhead.cpuMsPerTurn.toFixed(2)} ms CPU/turn`,
-  );
+  const overhead = await measureOverhead(bench, { ...plan.overhead, stream: true });
+  sayOverhead(overhead);
   const ideal: IdealPoint[] = [];
   for (const c of plan.concurrency) {
     const point = await measureIdeal(bench, c, plan.turns);
@@ -50,6 +54,12 @@ const pipeline = await withBenchStack(async (bench) => {
   say(`growth: ${growth.turns} turns, ${growth.storedTotal} bytes stored`);
   return { overhead, ideal, growth };
 });
+// The same comparison with one body per completion (INFERENCE_STREAM=false), in its own stack.
+const unstreamed = await withBenchStack(
+  (bench) => measureOverhead(bench, { ...plan.overhead, stream: false }),
+  { vars: { INFERENCE_STREAM: "false" } },
+);
+sayOverhead(unstreamed);
 say(`landing and serving: ${plan.landing.groups} groups, ${plan.landing.repeats} repeat(s)`);
 const landing = await measureLanding(plan.landing.groups, plan.landing.repeats);
 say(
@@ -60,6 +70,7 @@ const results = resultsJson({
   quick,
   seconds: (Date.now() - started) / 1000,
   ...pipeline,
+  unstreamed,
   landing,
 });
 printTable(results);

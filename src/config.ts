@@ -8,11 +8,12 @@ const ConfigSchema = z.object({
   INFERENCE_BASE_URL: z.url().default("http://127.0.0.1:8000/v1"),
   INFERENCE_API_KEY: z.string().optional(),
   /**
-   * "true" streams completions. Off by default: one body per generation costs about a quarter
-   * less Worker CPU per turn than a chunk per token (BENCHMARKS.md). Turn it on when a proxy
-   * between the Worker and the host cuts connections that stay silent for long generations.
+   * Streamed completions keep bytes flowing through a generation of many minutes, which
+   * proxies in front of a GPU host would otherwise cut as idle (Cloudflare's edge after 100 s,
+   * nginx after 60 s by default). "false" sends one body per generation instead: about 1 ms
+   * less Worker CPU per turn (BENCHMARKS.md), for hosts the Worker reaches directly.
    */
-  INFERENCE_STREAM: z.stringbool().default(false),
+  INFERENCE_STREAM: z.stringbool().default(true),
   GENERATION_DEADLINE_S_PER_TOKEN: seconds(0.5),
   GENERATION_DEADLINE_MIN_S: seconds(600),
   GENERATION_DEADLINE_MAX_S: seconds(3600),
