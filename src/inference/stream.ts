@@ -94,8 +94,8 @@ class StreamedCompletion {
   }
 }
 
-/** Reads server-sent events off the body; the reader is driven by hand so a broken body fails here. */
-export async function readCompletionStream(body: ReadableStream<Uint8Array>): Promise<Completion> {
+/** Feeds server-sent events into a completion; the first fault is kept, later events ignored. */
+function collector() {
   const completion = new StreamedCompletion();
   let failure: unknown = null;
   const parser = createParser({
@@ -108,24 +108,45 @@ export async function readCompletionStream(body: ReadableStream<Uint8Array>): Pr
       }
     },
   });
+  return {
+    completion,
+    feed: (text: string) => parser.feed(text),
+    failure: () => failure,
+    /** What the stream carried, or why it is not a completion. */
+    result(): Completion {
+      if (failure !== null) throw failure;
+      // A stream that stops before saying how it finished was cut, whatever it carried so far.
+      if (!completion.sawDone && completion.finishReason === null) {
+        throw malformed("the stream ended before the completion finished");
+      }
+      const { content, calls, finishReason, usage } = completion;
+      return { content, toolCalls: calls.filter(Boolean), finishReason, usage };
+    },
+  };
+}
+
+/** Parses a whole streamed body at once (read by the runtime, no JavaScript per chunk). */
+export function parseCompletionStream(text: string): Completion {
+  const events = collector();
+  events.feed(text);
+  return events.result();
+}
+
+/** Reads server-sent events off the body as they arrive; a broken body fails here. */
+export async function readCompletionStream(body: ReadableStream<Uint8Array>): Promise<Completion> {
+  const events = collector();
   const reader = body.getReader();
   const decoder = new TextDecoder();
   try {
-    while (failure === null && !completion.sawDone) {
+    while (events.failure() === null && !events.completion.sawDone) {
       const { done, value } = await reader.read();
       if (done) break;
-      parser.feed(decoder.decode(value, { stream: true }));
+      events.feed(decoder.decode(value, { stream: true }));
     }
     // Read to the end after [DONE] (usually nothing left): cheaper than cancelling the body.
-    while (completion.sawDone && failure === null && !(await reader.read()).done) {}
+    while (events.completion.sawDone && events.failure() === null && !(await reader.read()).done) {}
   } finally {
-    if (failure !== null) reader.cancel().catch(() => {});
+    if (events.failure() !== null) reader.cancel().catch(() => {});
   }
-  if (failure !== null) throw failure;
-  // A stream that stops before saying how it finished was cut, whatever it carried so far.
-  if (!completion.sawDone && completion.finishReason === null) {
-    throw malformed("the stream ended before the completion finished");
-  }
-  const { content, calls, finishReason, usage } = completion;
-  return { content, toolCalls: calls.filter(Boolean), finishReason, usage };
+  return events.result();
 }

@@ -102,6 +102,13 @@ async function open(rt: GroupRuntime, idx: number): Promise<void> {
  */
 const INLINE_BACKOFF_MS = 1000;
 
+/**
+ * Streamed bodies one group object may hold whole at once, shared among its episodes: a
+ * generation whose largest possible body fits its share is read whole (cheaper per turn), a
+ * longer one is parsed as it arrives.
+ */
+const GROUP_WHOLE_STREAM_BYTES = 16 * 2 ** 20;
+
 /** Samples the next action. Returns "parked" when the generation now waits on a timer. */
 async function sample(
   rt: GroupRuntime,
@@ -145,6 +152,7 @@ async function sample(
       deadlineMs: Math.max(0, deadlineAt - Date.now()),
       maxRetries: Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0)),
       maxInlineBackoffMs: INLINE_BACKOFF_MS,
+      wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / spec.request.group_size),
     },
   );
   switch (outcome.kind) {

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type GenerationOutcome, generate } from "../../src/inference/client";
+import { parseCompletionStream, readCompletionStream } from "../../src/inference/stream";
 import type { ChatMessage } from "../../src/sdk";
 
 const messages: ChatMessage[] = [
@@ -17,6 +18,7 @@ function call(
     maxRetries?: number;
     maxTokens?: number;
     maxInlineBackoffMs?: number;
+    wholeStreamBytes?: number;
   } = {},
 ): Promise<GenerationOutcome> {
   unique++;
@@ -33,9 +35,18 @@ function call(
       ...(options.maxInlineBackoffMs === undefined
         ? {}
         : { maxInlineBackoffMs: options.maxInlineBackoffMs }),
+      ...(options.wholeStreamBytes === undefined
+        ? {}
+        : { wholeStreamBytes: options.wholeStreamBytes }),
     },
   );
 }
+
+/** A stream read as it arrives (the default), and one read whole by the runtime. */
+const STREAM_READS = [
+  ["as it arrives", {}],
+  ["whole", { wholeStreamBytes: 1_000_000 }],
+] as const;
 
 describe("the inference client", () => {
   for (const stream of [true, false]) {
@@ -81,6 +92,61 @@ describe("the inference client", () => {
       });
     });
   }
+
+  for (const [read, options] of STREAM_READS) {
+    it(`reads a stream ${read}: content, finish reason and usage`, async () => {
+      const outcome = await call("sim", options);
+      expect(outcome).toMatchObject({
+        kind: "ok",
+        attempts: 1,
+        completion: { content: "The result is <answer>42</answer>", finishReason: "stop" },
+      });
+      if (outcome.kind === "ok")
+        expect(outcome.completion.usage?.completionTokens).toBeGreaterThan(0);
+    });
+
+    it(`retries a cut or malformed stream read ${read}, and times out on a stalled one`, async () => {
+      expect(await call("sim+cut:1", options)).toMatchObject({ kind: "ok", attempts: 2 });
+      expect(await call("sim+malformed:1", options)).toMatchObject({ kind: "ok", attempts: 2 });
+      expect(await call("sim+cut", { ...options, maxRetries: 1 })).toMatchObject({
+        kind: "failed",
+        reason: "inference_malformed",
+      });
+      expect(await call("sim+stall", { ...options, deadlineMs: 300 })).toMatchObject({
+        kind: "timeout",
+      });
+    });
+  }
+
+  it("reassembles the same completion from a stream read whole or as it arrives", async () => {
+    const chunk = (delta: object, extra: object = {}) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta, ...extra }] })}\n\n`;
+    const sse = [
+      chunk({ content: "Let me " }),
+      chunk({ content: "check." }),
+      chunk({
+        tool_calls: [{ index: 0, id: "call_1", function: { name: "look", arguments: "" } }],
+      }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"q": 1}' } }] }),
+      chunk({}, { finish_reason: "tool_calls" }),
+      `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 7 } })}\n\n`,
+      "data: [DONE]\n\n",
+    ].join("");
+    const whole = parseCompletionStream(sse);
+    expect(whole).toMatchObject({
+      content: "Let me check.",
+      finishReason: "tool_calls",
+      toolCalls: [{ id: "call_1", function: { name: "look", arguments: '{"q": 1}' } }],
+      usage: { promptTokens: 9, completionTokens: 7 },
+    });
+    const body = new Response(sse).body as ReadableStream<Uint8Array>;
+    expect(await readCompletionStream(body)).toEqual(whole);
+    // Cut before it says how it finished: both ways, a malformed stream.
+    const cut = sse.slice(0, sse.indexOf("check.") + 10);
+    expect(() => parseCompletionStream(cut)).toThrow(/ended before the completion finished/);
+    const cutBody = new Response(cut).body as ReadableStream<Uint8Array>;
+    await expect(readCompletionStream(cutBody)).rejects.toThrow(/ended before/);
+  });
 
   it("marks a completion cut by max_completion_tokens with finish_reason length", async () => {
     const outcome = await call("sim", { maxTokens: 2 });
