@@ -6,6 +6,7 @@
  */
 import pMap from "p-map";
 import WebSocket from "ws";
+import { guessRequest } from "../reliability/harness";
 import { freePort } from "../src/cli/local-stack";
 import { waitForRun, withBenchStack } from "./stack";
 
@@ -73,17 +74,10 @@ await withBenchStack(
                 run_id: "profile",
                 sampling: { model: "sim+latency:1000", seed: i, max_completion_tokens: 16 },
               }
-            : {
-                env: "guess-number",
-                example: {
-                  id: `p${i}`,
-                  input: "Find the number.",
-                  metadata: { secret: 1 + ((i * 37) % 100) },
-                },
+            : guessRequest("profile", i, "sim", {
                 group_size: 8,
-                run_id: "profile",
                 sampling: { model: "sim", temperature: 1, seed: i, max_completion_tokens: 64 },
-              },
+              }),
         ),
       { concurrency: 16 },
     );

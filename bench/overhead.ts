@@ -5,6 +5,7 @@
  * free, and workerd's CPU time per turn is what each turn costs the platform.
  */
 import pMap from "p-map";
+import { guessRequest } from "../reliability/harness";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { inProcessLoop } from "./in-process";
 import { workerdCpuMs } from "./proc";
@@ -26,17 +27,12 @@ export interface OverheadResult {
 const SIZE = 8;
 
 function requests(runId: string, groups: number): StartGroupInput[] {
-  return Array.from({ length: groups }, (_, i) => ({
-    env: "guess-number",
-    example: {
-      id: `ex-${i}`,
-      input: "Find the number.",
-      metadata: { secret: 1 + ((i * 37) % 100) },
-    },
-    group_size: SIZE,
-    run_id: runId,
-    sampling: { model: "sim", temperature: 1, seed: 7000 + i, max_completion_tokens: 64 },
-  }));
+  return Array.from({ length: groups }, (_, i) =>
+    guessRequest(runId, i, "sim", {
+      group_size: SIZE,
+      sampling: { model: "sim", temperature: 1, seed: 7000 + i, max_completion_tokens: 64 },
+    }),
+  );
 }
 
 export async function measureOverhead(

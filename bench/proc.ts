@@ -10,11 +10,13 @@ interface Sample {
   rssMb: number;
 }
 
-function read(pid: number): Sample | null {
+/** Process `pid` if it is in process group `pgid`; its memory is read only then. */
+function read(pid: number, pgid: number): Sample | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[2]) !== pgid) return null;
     const cpu = Number(fields[11]) + Number(fields[12]);
     const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
     return { pid, comm, cpuMs: (cpu * 1000) / TICKS_PER_SECOND, rssMb: Number(rss ?? 0) / 1024 };
@@ -29,14 +31,7 @@ export function processesOf(pgid: number, name = "workerd"): Sample[] {
   for (const entry of readdirSync("/proc")) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) !== pgid) continue;
-    } catch {
-      continue;
-    }
-    const sample = read(pid);
+    const sample = read(pid, pgid);
     if (sample?.comm.includes(name)) out.push(sample);
   }
   return out;

@@ -1,8 +1,6 @@
 /** The stack every bench part shares: one `wrangler dev` (workerd, local D1) and the simulator. */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type LocalStack, startLocalStack } from "../src/cli/local-stack";
+import { withStack } from "../reliability/harness";
+import type { LocalStack } from "../src/cli/local-stack";
 import { EdgerollClient } from "../src/client/edgeroll-client";
 
 export interface BenchStack {
@@ -14,23 +12,21 @@ export interface BenchStack {
   resetSimStats(): Promise<void>;
 }
 
-export async function withBenchStack<T>(
+export function withBenchStack<T>(
   body: (bench: BenchStack) => Promise<T>,
   extra: { inspectorPort?: number; vars?: Record<string, string> } = {},
 ): Promise<T> {
-  const state = mkdtempSync(join(tmpdir(), "edgeroll-bench-"));
   // Latency 0 at the host; parts that need latency ask for it per request (`sim+latency:1000`).
   // The in-flight cap is lifted so that C = 1,024 episodes can all be generating at once.
-  const stack = await startLocalStack({
-    persistTo: state,
+  const options = {
     sim: { latency: { ttftMs: 0, msPerToken: 0, msPerPromptToken: 0 } },
     vars: { MAX_INFLIGHT_GENERATIONS: "4096", HEARTBEAT_S: "30", ...extra.vars },
     ...(extra.inspectorPort ? { inspectorPort: extra.inspectorPort } : {}),
-  });
-  try {
+  };
+  return withStack(options, (stack) => {
     const simulator = stack.simulator;
     if (simulator === null) throw new Error("the bench needs the built-in simulator");
-    return await body({
+    return body({
       stack,
       client: new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin, attempts: 5 }),
       pgid: stack.wrangler.pid as number,
@@ -39,10 +35,7 @@ export async function withBenchStack<T>(
         await fetch(new URL("/sim/stats/reset", simulator.url), { method: "POST" });
       },
     });
-  } finally {
-    await stack.stop();
-    rmSync(state, { recursive: true, force: true });
-  }
+  });
 }
 
 /** Waits until every group of the run has landed (or failed). */

@@ -6,8 +6,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import pMap from "p-map";
 import { expect, it } from "vitest";
-import { newGroupId, requestHash } from "../../src/rollout/group-ids";
-import { type GroupSpec, StartGroupRequestSchema } from "../../src/rollout/group-spec";
+import { newGroupSpec } from "../../src/rollout/group-ids";
+import { StartGroupRequestSchema } from "../../src/rollout/group-spec";
 import { GroupStore } from "../../src/rollout/group-store";
 import type { LanderApi } from "../../src/rollout/lander";
 import { landingPayload, registerGroup } from "../../src/rollout/landing";
@@ -31,13 +31,7 @@ async function scoredGroup(runId: string, i: number): Promise<string> {
     run_id: runId,
     sampling: { model: "sim" },
   });
-  const spec: GroupSpec = {
-    groupId: await newGroupId(null),
-    request,
-    requestHash: await requestHash(request),
-    idempotencyKey: null,
-    createdAt: new Date().toISOString(),
-  };
+  const spec = await newGroupSpec(request, null);
   // As in production, the group's `running` row is in D1 from its start; landing completes it.
   await registerGroup(env.DB, spec);
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));

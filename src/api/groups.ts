@@ -7,12 +7,8 @@ import {
   isRegisteredEnvironment,
   loadEnvironment,
 } from "../environments/registry";
-import { newGroupId, requestHash } from "../rollout/group-ids";
-import {
-  type GroupSpec,
-  type StartGroupRequest,
-  StartGroupRequestSchema,
-} from "../rollout/group-spec";
+import { newGroupSpec } from "../rollout/group-ids";
+import { type StartGroupRequest, StartGroupRequestSchema } from "../rollout/group-spec";
 import { errorMessage, openEpisode, turnBudget } from "../sdk";
 import { ApiError, invalidRequest } from "./errors";
 import { landedGroupView, liveGroupView } from "./views";
@@ -66,13 +62,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
         );
       }
       await checkExample(request);
-      const spec: GroupSpec = {
-        groupId: await newGroupId(key),
-        request,
-        requestHash: await requestHash(request),
-        idempotencyKey: key,
-        createdAt: new Date().toISOString(),
-      };
+      const spec = await newGroupSpec(request, key);
       const started = await groupStub(c.env, spec.groupId).start(spec);
       if (started.outcome === "conflict") {
         throw new ApiError(

@@ -1,4 +1,5 @@
-/** Group ids and request fingerprints. */
+/** Group ids and request fingerprints, and the spec of a new group made from them. */
+import type { GroupSpec, StartGroupRequest } from "./group-spec";
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
@@ -35,4 +36,18 @@ export async function newGroupId(idempotencyKey: string | null): Promise<string>
     .join("")
     .slice(0, 14);
   return `g_${Date.now().toString(36).padStart(9, "0")}${suffix}`;
+}
+
+/** The spec a group is started with: its id, its request and that request's fingerprint. */
+export async function newGroupSpec(
+  request: StartGroupRequest,
+  idempotencyKey: string | null,
+): Promise<GroupSpec> {
+  return {
+    groupId: await newGroupId(idempotencyKey),
+    request,
+    requestHash: await requestHash(request),
+    idempotencyKey,
+    createdAt: new Date().toISOString(),
+  };
 }

@@ -3,8 +3,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
-import { newGroupId, requestHash } from "../../src/rollout/group-ids";
-import { type GroupSpec, StartGroupRequestSchema } from "../../src/rollout/group-spec";
+import { newGroupSpec } from "../../src/rollout/group-ids";
+import { StartGroupRequestSchema } from "../../src/rollout/group-spec";
 import { GroupStore } from "../../src/rollout/group-store";
 import { type ChatMessage, sampledMessage } from "../../src/sdk";
 
@@ -27,13 +27,7 @@ async function withOpenedEpisode(
     run_id: "writes",
     sampling: { model: "sim" },
   });
-  const spec: GroupSpec = {
-    groupId: await newGroupId(null),
-    request,
-    requestHash: await requestHash(request),
-    idempotencyKey: null,
-    createdAt: new Date().toISOString(),
-  };
+  const spec = await newGroupSpec(request, null);
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
   await runInDurableObject(stub, (_instance, state) => {
     const store = new GroupStore(state.storage);
