@@ -2,7 +2,7 @@
  * The stateless step worker: opens episodes and steps actions with the environment's code. It
  * keeps nothing between calls; environments rebuild what they need by replaying the transcript.
  */
-import { WorkerEntrypoint } from "cloudflare:workers";
+import { RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
 import { loadEnvironment } from "../environments/registry";
 import {
   type ChatMessage,
@@ -32,13 +32,39 @@ export interface StepRequest {
   messages: ChatMessage[];
 }
 
+/**
+ * One episode's steps through one invocation of this worker: the caller saves a new
+ * invocation per turn. Each step still gets a fresh environment instance and the whole
+ * transcript, exactly as `StepWorker.step` does: a session holds no environment state.
+ */
+export interface StepSessionApi extends Disposable {
+  step(messages: ChatMessage[]): Promise<EnvCall<EnvironmentStepResult>>;
+}
+
 /** What the group object calls. (Workers' RPC types cannot express our `unknown` JSON fields.) */
 export interface StepWorkerApi {
   open(request: OpenRequest): Promise<EnvCall<Opening>>;
   step(request: StepRequest): Promise<EnvCall<EnvironmentStepResult>>;
+  session(request: Omit<StepRequest, "messages">): Promise<StepSessionApi>;
 }
 
-export class StepWorker extends WorkerEntrypoint<Env> implements StepWorkerApi {
+function step(request: StepRequest): Promise<EnvCall<EnvironmentStepResult>> {
+  return envCall(() =>
+    stepEnvironment(loadEnvironment(request.env), request.example, request.messages),
+  );
+}
+
+class StepSession extends RpcTarget {
+  constructor(private readonly request: Omit<StepRequest, "messages">) {
+    super();
+  }
+
+  step(messages: ChatMessage[]): Promise<EnvCall<EnvironmentStepResult>> {
+    return step({ ...this.request, messages });
+  }
+}
+
+export class StepWorker extends WorkerEntrypoint<Env> {
   async open(request: OpenRequest): Promise<EnvCall<Opening>> {
     return envCall(async () => {
       const env = loadEnvironment(request.env);
@@ -48,8 +74,11 @@ export class StepWorker extends WorkerEntrypoint<Env> implements StepWorkerApi {
   }
 
   async step(request: StepRequest): Promise<EnvCall<EnvironmentStepResult>> {
-    return envCall(() =>
-      stepEnvironment(loadEnvironment(request.env), request.example, request.messages),
-    );
+    return step(request);
+  }
+
+  /** A session for one episode's steps; it lives until the caller disposes of its stub. */
+  session(request: Omit<StepRequest, "messages">): StepSession {
+    return new StepSession(request);
   }
 }

@@ -16,6 +16,7 @@ import {
 import { type GroupSpec, generationSeed } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import type { Permits } from "./permits";
+import { EpisodeStepSession } from "./step-session";
 import { withTimeout } from "./timeout";
 
 export interface GroupRuntime {
@@ -211,11 +212,20 @@ function recordTimeout(
   return undefined;
 }
 
-async function step(rt: GroupRuntime, idx: number, transcript: ChatMessage[]): Promise<void> {
+async function step(
+  rt: GroupRuntime,
+  idx: number,
+  transcript: ChatMessage[],
+  session: EpisodeStepSession,
+): Promise<void> {
   const { env, example } = rt.spec.request;
-  const result = await callStepWorker(rt, idx, "step", () =>
-    rt.stepWorker.step({ env, example, messages: transcript }),
-  );
+  const viaSession = await session.step(transcript, rt.config.STEP_TIMEOUT_S * 1000);
+  const result =
+    viaSession !== "retry_alone"
+      ? viaSession
+      : await callStepWorker(rt, idx, "step", () =>
+          rt.stepWorker.step({ env, example, messages: transcript }),
+        );
   if (result === null) return;
   if (result === "timeout")
     return rt.store.finish(idx, "failed", "step_timeout", "stepEpisode ran past STEP_TIMEOUT_S");
@@ -228,18 +238,24 @@ async function step(rt: GroupRuntime, idx: number, transcript: ChatMessage[]): P
 /** Runs one episode from wherever its stored state says it is until it ends. */
 export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void> {
   const transcript = rt.store.transcript(idx);
-  for (;;) {
-    const state = rt.store.episode(idx).state;
-    try {
-      if (state === "opening") await open(rt, idx);
-      else if (state === "generating") {
-        if ((await sample(rt, idx, transcript)) === "parked") return;
-      } else if (state === "stepping") await step(rt, idx, transcript);
-      else return;
-    } catch (error) {
-      // Nothing is dropped silently: an unexpected fault still ends the episode with a reason.
-      rt.store.finish(idx, "failed", "internal_error", `${state}: ${errorMessage(error)}`);
+  const { env, example } = rt.spec.request;
+  const session = new EpisodeStepSession(rt.stepWorker, { env, example });
+  try {
+    for (;;) {
+      const state = rt.store.episode(idx).state;
+      try {
+        if (state === "opening") await open(rt, idx);
+        else if (state === "generating") {
+          if ((await sample(rt, idx, transcript)) === "parked") return;
+        } else if (state === "stepping") await step(rt, idx, transcript, session);
+        else return;
+      } catch (error) {
+        // Nothing is dropped silently: an unexpected fault still ends the episode with a reason.
+        rt.store.finish(idx, "failed", "internal_error", `${state}: ${errorMessage(error)}`);
+      }
+      if (state === "opening") transcript.push(...rt.store.transcript(idx));
     }
-    if (state === "opening") transcript.push(...rt.store.transcript(idx));
+  } finally {
+    session.close();
   }
 }

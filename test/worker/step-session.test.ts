@@ -1,0 +1,110 @@
+// An episode's steps go through one step-worker session (an RpcTarget in the real StepWorker,
+// reached through the real service binding) instead of one invocation each. What must hold: the
+// same results as one invocation per step, no environment state kept between steps, sessions
+// replaced after STEPS_PER_SESSION steps, and a broken session never failing a step.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { StepSessionApi, StepWorkerApi } from "../../src/env-workers/step-worker";
+import { GuessNumber } from "../../src/environments/guess-number";
+import { registerEnvironment } from "../../src/environments/registry";
+import { EpisodeStepSession, STEPS_PER_SESSION } from "../../src/rollout/step-session";
+import {
+  type ChatMessage,
+  type EnvironmentStepResult,
+  sampledMessage,
+  type TaskExample,
+} from "../../src/sdk";
+import { guessExample } from "./helpers";
+
+/** Counts the steps each environment instance has served: 1 every time if none is reused. */
+class CountsItsSteps extends GuessNumber {
+  private served = 0;
+  override stepEpisode(example: TaskExample, messages: readonly ChatMessage[], response: string) {
+    const result = super.stepEpisode(example, messages, response);
+    return { ...result, metadata: { ...result.metadata, served: ++this.served } };
+  }
+}
+registerEnvironment("counts-its-steps", () => new CountsItsSteps());
+
+const worker = env.STEP_WORKER as unknown as StepWorkerApi;
+const example = guessExample("session", 100);
+const request = { env: "counts-its-steps", example };
+
+/** The real step worker, counting the sessions it is asked to open. */
+function countingWorker(breakSessions = false) {
+  const counts = { sessions: 0 };
+  const wrapped: StepWorkerApi = {
+    open: (r) => worker.open(r),
+    step: (r) => worker.step(r),
+    async session(r): Promise<StepSessionApi> {
+      counts.sessions++;
+      const session = await worker.session(r);
+      // A session whose invocation is gone, as after a CPU limit or a lost connection.
+      if (breakSessions) session[Symbol.dispose]();
+      return session;
+    },
+  };
+  return { wrapped, counts };
+}
+
+/** A transcript of `turn` wrong guesses (1, 2, …) and their replies, then the guess to step. */
+function transcriptAt(turn: number): ChatMessage[] {
+  const messages: ChatMessage[] = [{ role: "user", content: "Guess a number." }];
+  for (let t = 0; t < turn; t++) {
+    messages.push(sampledMessage({ content: `<guess>${t + 1}</guess>` }));
+    messages.push({ role: "user", content: `${t + 1} is too low.` });
+  }
+  messages.push(sampledMessage({ content: `<guess>${turn + 1}</guess>` }));
+  return messages;
+}
+
+describe("an episode's step session", () => {
+  it("gives the results of one invocation per step, from a fresh environment each step", async () => {
+    const { wrapped } = countingWorker();
+    const session = new EpisodeStepSession(wrapped, request);
+    try {
+      for (let turn = 0; turn < 5; turn++) {
+        const viaSession = await session.step(transcriptAt(turn), 5000);
+        const alone = await worker.step({ ...request, messages: transcriptAt(turn) });
+        expect(viaSession).toEqual(alone);
+        const value = (viaSession as { value: EnvironmentStepResult }).value;
+        expect(value.metadata).toEqual({ guess: turn + 1, served: 1 });
+      }
+    } finally {
+      session.close();
+    }
+  });
+
+  it(`serves ${STEPS_PER_SESSION} steps per session, then opens a fresh one`, async () => {
+    const { wrapped, counts } = countingWorker();
+    const session = new EpisodeStepSession(wrapped, request);
+    try {
+      for (let turn = 0; turn < STEPS_PER_SESSION + 2; turn++) {
+        const result = await session.step(transcriptAt(turn), 5000);
+        expect(result).toMatchObject({ ok: true });
+      }
+      expect(counts.sessions).toBe(2);
+    } finally {
+      session.close();
+    }
+  });
+
+  it("hands a step back to run on its own invocation when the session breaks", async () => {
+    const { wrapped, counts } = countingWorker(true);
+    const session = new EpisodeStepSession(wrapped, request);
+    expect(await session.step(transcriptAt(0), 5000)).toBe("retry_alone");
+    // The broken session is dropped: the next step asks for a new one.
+    expect(await session.step(transcriptAt(1), 5000)).toBe("retry_alone");
+    expect(counts.sessions).toBe(2);
+  });
+
+  it("reports an environment error as a result, not as a broken session", async () => {
+    const session = new EpisodeStepSession(worker, { env: "no-such-env", example });
+    try {
+      const result = await session.step(transcriptAt(0), 5000);
+      expect(result).toMatchObject({ ok: false, error: expect.stringMatching(/no-such-env/) });
+    } finally {
+      session.close();
+    }
+  });
+});
