@@ -64,7 +64,10 @@ class StepSession extends RpcTarget {
   }
 }
 
-export class StepWorker extends WorkerEntrypoint<Env> {
+export class StepWorker
+  extends WorkerEntrypoint<Env>
+  implements Pick<StepWorkerApi, "open" | "step">
+{
   async open(request: OpenRequest): Promise<EnvCall<Opening>> {
     return envCall(async () => {
       const env = loadEnvironment(request.env);

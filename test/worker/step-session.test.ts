@@ -30,17 +30,21 @@ const worker = env.STEP_WORKER as unknown as StepWorkerApi;
 const example = guessExample("session", 100);
 const request = { env: "counts-its-steps", example };
 
-/** The real step worker, counting the sessions it is asked to open. */
-function countingWorker(breakSessions = false) {
+/**
+ * The real step worker, counting the sessions it is asked to open. `broken`: each session's
+ * invocation is gone before it is used, as after a CPU limit or a lost connection. `stuck`:
+ * opening a session never answers.
+ */
+function countingWorker(fault: "broken" | "stuck" | null = null) {
   const counts = { sessions: 0 };
   const wrapped: StepWorkerApi = {
     open: (r) => worker.open(r),
     step: (r) => worker.step(r),
     async session(r): Promise<StepSessionApi> {
       counts.sessions++;
+      if (fault === "stuck") return new Promise<never>(() => {});
       const session = await worker.session(r);
-      // A session whose invocation is gone, as after a CPU limit or a lost connection.
-      if (breakSessions) session[Symbol.dispose]();
+      if (fault === "broken") session[Symbol.dispose]();
       return session;
     },
   };
@@ -90,12 +94,26 @@ describe("an episode's step session", () => {
   });
 
   it("hands a step back to run on its own invocation when the session breaks", async () => {
-    const { wrapped, counts } = countingWorker(true);
+    const { wrapped, counts } = countingWorker("broken");
     const session = new EpisodeStepSession(wrapped, request);
     expect(await session.step(transcriptAt(0), 5000)).toBe("retry_alone");
     // The broken session is dropped: the next step asks for a new one.
     expect(await session.step(transcriptAt(1), 5000)).toBe("retry_alone");
     expect(counts.sessions).toBe(2);
+    // After three broken sessions in a row the episode stops asking for more.
+    expect(await session.step(transcriptAt(2), 5000)).toBe("retry_alone");
+    expect(await session.step(transcriptAt(3), 5000)).toBe("retry_alone");
+    expect(counts.sessions).toBe(3);
+    session.close();
+  });
+
+  it("hands a step back, not a step timeout, when a session does not open in time", async () => {
+    const { wrapped, counts } = countingWorker("stuck");
+    const session = new EpisodeStepSession(wrapped, request);
+    // The step's own timeout is longer than the 5 s a session may take to open.
+    expect(await session.step(transcriptAt(0), 20_000)).toBe("retry_alone");
+    expect(counts.sessions).toBe(1);
+    session.close();
   });
 
   it("reports an environment error as a result, not as a broken session", async () => {
