@@ -32,6 +32,9 @@ export interface StepRequest {
   messages: ChatMessage[];
 }
 
+/** What a session is opened with: the episode's environment and example. */
+export type StepSessionRequest = Omit<StepRequest, "messages">;
+
 /**
  * One episode's steps through one invocation of this worker: the caller saves a new
  * invocation per turn. Each step still gets a fresh environment instance and the whole
@@ -45,7 +48,7 @@ export interface StepSessionApi extends Disposable {
 export interface StepWorkerApi {
   open(request: OpenRequest): Promise<EnvCall<Opening>>;
   step(request: StepRequest): Promise<EnvCall<EnvironmentStepResult>>;
-  session(request: Omit<StepRequest, "messages">): Promise<StepSessionApi>;
+  session(request: StepSessionRequest): Promise<StepSessionApi>;
 }
 
 function step(request: StepRequest): Promise<EnvCall<EnvironmentStepResult>> {
@@ -55,7 +58,7 @@ function step(request: StepRequest): Promise<EnvCall<EnvironmentStepResult>> {
 }
 
 class StepSession extends RpcTarget {
-  constructor(private readonly request: Omit<StepRequest, "messages">) {
+  constructor(private readonly request: StepSessionRequest) {
     super();
   }
 
@@ -81,7 +84,7 @@ export class StepWorker
   }
 
   /** A session for one episode's steps; it lives until the caller disposes of its stub. */
-  session(request: Omit<StepRequest, "messages">): StepSession {
+  session(request: StepSessionRequest): StepSession {
     return new StepSession(request);
   }
 }

@@ -9,19 +9,14 @@
  * may run twice; replaying environments are built for that.
  */
 import type { EnvCall } from "../env-workers/env-call";
-import type { StepSessionApi, StepWorkerApi } from "../env-workers/step-worker";
-import {
-  type ChatMessage,
-  type EnvironmentStepResult,
-  errorMessage,
-  type TaskExample,
-} from "../sdk";
+import type { StepSessionApi, StepSessionRequest, StepWorkerApi } from "../env-workers/step-worker";
+import { type ChatMessage, type EnvironmentStepResult, errorMessage } from "../sdk";
 import { withTimeout } from "./timeout";
 
 /** Steps one session serves before it is replaced by a fresh one. */
 export const STEPS_PER_SESSION = 16;
 /** A session unused this long is released: a long generation does not keep it open. */
-export const SESSION_IDLE_MS = 30_000;
+const SESSION_IDLE_MS = 30_000;
 /** How long opening a session may take before the step runs on its own invocation instead. */
 const OPEN_TIMEOUT_MS = 5_000;
 /** Broken sessions in a row after which the episode stops asking for sessions. */
@@ -35,7 +30,7 @@ export class EpisodeStepSession {
 
   constructor(
     private readonly worker: StepWorkerApi,
-    private readonly request: { env: string; example: TaskExample },
+    private readonly request: StepSessionRequest,
   ) {}
 
   /**
