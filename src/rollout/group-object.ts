@@ -24,7 +24,7 @@ import {
 } from "./landing";
 import { groupPermits } from "./permits";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
-import { driveEpisode, type GroupRuntime } from "./turn";
+import { driveEpisode, type GroupRuntime, permitLeaseMs } from "./turn";
 
 export type StartResult = { outcome: "created" | "existing" } | { outcome: "conflict" };
 
@@ -72,6 +72,8 @@ export class RolloutGroup extends DurableObject<Env> {
   private readonly drivers = new Map<number, Promise<void>>();
   private runtime: GroupRuntime | null = null;
   private finishing: Promise<void> | null = null;
+  /** This instance created the group: no earlier instance can have held permits for it. */
+  private createdHere = false;
 
   /** Starts the group, or recognises a retried start of the same request. */
   async start(spec: GroupSpec): Promise<StartResult> {
@@ -88,6 +90,7 @@ export class RolloutGroup extends DurableObject<Env> {
           return known === spec.requestHash ? { outcome: "existing" } : { outcome: "conflict" };
       }
       this.store.create(spec);
+      this.createdHere = true;
       this.store.setTimer(TIMER_REGISTER, Date.now());
       await this.rearm();
       await this.register();
@@ -147,14 +150,17 @@ export class RolloutGroup extends DurableObject<Env> {
         stepWorker: this.env.STEP_WORKER as unknown as StepWorkerApi,
         permits: groupPermits(this.env, group.spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
       };
-      // First wake of this instance: permits held by an earlier one went with its generations.
-      await this.runtime.permits.reset();
-      // The group may have landed (and its storage gone) while this call waited.
-      if (!this.store.exists()) return;
+      if (!this.createdHere) {
+        // First wake of this instance: permits held by an earlier one went with its generations.
+        await this.runtime.permits.reset();
+        // The group may have landed (and its storage gone) while this call waited.
+        if (!this.store.exists()) return;
+      }
     }
     const runtime = this.runtime;
     if (group.phase === "running") {
       const now = Date.now();
+      const started: number[] = [];
       for (const episode of this.store.episodes()) {
         if (TERMINAL_STATES.includes(episode.state) || this.drivers.has(episode.idx)) continue;
         const parked = this.store.generation(episode.idx);
@@ -168,13 +174,16 @@ export class RolloutGroup extends DurableObject<Env> {
           .finally(() => {
             this.drivers.delete(episode.idx);
             // Ended, parked or stopped: its permit goes back to the pool either way.
-            void runtime.permits.drop(episode.idx);
+            runtime.permits.drop(episode.idx);
             void this.finishWhenDone();
             // A parked generation needs its timer armed before the object goes idle.
             if (this.store.exists()) this.rearm().catch(() => {});
           });
         this.drivers.set(episode.idx, driver);
+        started.push(episode.idx);
       }
+      // One call to the limiter for every episode started here, not one each.
+      runtime.permits.prefetch(started, permitLeaseMs(runtime));
     }
     await this.finishWhenDone();
   }

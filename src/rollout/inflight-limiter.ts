@@ -1,6 +1,6 @@
 /**
  * The one coordinating object that bounds generations in flight toward the inference host,
- * across all groups. An episode takes a permit for its first generation and holds it through
+ * across all groups. An episode takes a permit when its driver starts and holds it through
  * its turns (it never has more than one generation in flight), giving it back when it ends or
  * parks; so the permits in use bound the generations in flight. Over the limit, requests wait
  * in a fair queue: groups take turns, each group's waiters in order. Permits are persisted
@@ -59,8 +59,35 @@ export class InflightLimiter extends DurableObject<Env> {
     });
   }
 
+  /**
+   * Grants at once whichever of a group's tickets can be granted without waiting, and returns
+   * them; the caller queues the rest one by one with `acquire`. One call for a whole group's
+   * episodes instead of one each: a call to this object costs more than what it does.
+   */
+  async acquireMany(
+    tickets: readonly string[],
+    group: string,
+    leaseMs: number,
+    limit: number,
+  ): Promise<string[]> {
+    this.limit = limit;
+    const granted: string[] = [];
+    for (const ticket of tickets) {
+      if (this.permits.has(ticket) || (this.permits.size < limit && this.turns.length === 0)) {
+        this.grant(ticket, group, leaseMs);
+        granted.push(ticket);
+      }
+    }
+    return granted;
+  }
+
   async release(ticket: string): Promise<void> {
     this.drop(ticket);
+    this.pump();
+  }
+
+  async releaseMany(tickets: readonly string[]): Promise<void> {
+    for (const ticket of tickets) this.drop(ticket);
     this.pump();
   }
 

@@ -1,17 +1,27 @@
 /**
- * A group's side of the global in-flight limit. Each episode holds one permit from its first
- * generation until it ends or parks: one call to the limiter per episode rather than two per
- * turn. The lease is renewed only when it runs low.
+ * A group's side of the global in-flight limit. Each episode holds one permit from when its
+ * driver starts until it ends or parks, renewed only when its lease runs low. A call to the
+ * limiter costs more than what the limiter does with it, so the group batches them: one call
+ * asks for the permits of every episode it starts (`prefetch`), and releases made close
+ * together go out as one call.
  */
 
 export interface Permits {
+  /**
+   * Asks, in one call, for the permits of episodes about to run; `hold` then waits for that
+   * answer instead of asking again. What cannot be granted at once queues per episode.
+   */
+  prefetch(episodes: readonly number[], leaseMs: number): void;
   /** Makes sure the episode holds a permit, waiting in the fair queue if the limit is reached. */
   hold(episode: number, leaseMs: number): Promise<void>;
   /** Gives the episode's permit back: it ended, parked, or its driver stopped. */
-  drop(episode: number): Promise<void>;
+  drop(episode: number): void;
   /** Frees what an earlier instance of this group held; called once when it resumes. */
   reset(): Promise<void>;
 }
+
+/** Releases made within this long of each other go to the limiter as one call. */
+const RELEASE_BATCH_MS = 20;
 
 /** The limiter restarts like any object; a call cut short by that is tried again. */
 async function retrying<T>(call: () => Promise<T>): Promise<T> {
@@ -26,31 +36,105 @@ async function retrying<T>(call: () => Promise<T>): Promise<T> {
 }
 
 const unlimited: Permits = {
+  prefetch: () => {},
   hold: async () => {},
-  drop: async () => {},
+  drop: () => {},
   reset: async () => {},
 };
 
-export function groupPermits(env: Env, groupId: string, limit: number): Permits {
+export function groupPermits(
+  env: Env,
+  groupId: string,
+  limit: number,
+  /** The limiter object's name: one global limiter, unless a test wants its own. */
+  limiterName = "global",
+): Permits {
   if (limit === 0) return unlimited;
-  const limiter = env.INFLIGHT_LIMITER.get(env.INFLIGHT_LIMITER.idFromName("global"));
+  const limiter = env.INFLIGHT_LIMITER.get(env.INFLIGHT_LIMITER.idFromName(limiterName));
+  const ticket = (episode: number) => `${groupId}:${episode}`;
   /** Lease expiry of the permits this instance holds, by episode. */
   const held = new Map<number, number>();
+  /** Asks in flight, by episode; each settles once the episode holds its permit or gave up. */
+  const asking = new Map<number, Promise<void>>();
+  /** Episodes whose driver ended while their permit was still being asked for. */
+  const unwanted = new Set<number>();
+  let releasing: { episodes: Set<number>; timer: ReturnType<typeof setTimeout> } | null = null;
+
+  const fresh = (episode: number, leaseMs: number) => {
+    const expiresAt = held.get(episode);
+    // Renew when less than half the lease is left, so a long episode never loses its permit.
+    return expiresAt !== undefined && expiresAt - Date.now() > leaseMs / 2;
+  };
+
+  const release = (episode: number) => {
+    if (!held.delete(episode)) return;
+    if (releasing === null) {
+      const batch = new Set<number>();
+      const timer = setTimeout(() => {
+        releasing = null;
+        // A release that cannot get through is reclaimed when the permit's lease expires.
+        retrying(() => limiter.releaseMany([...batch].map(ticket))).catch(() => {});
+      }, RELEASE_BATCH_MS);
+      releasing = { episodes: batch, timer };
+    }
+    releasing.episodes.add(episode);
+  };
+
+  /** Records what the limiter granted; a permit no driver wants any more goes straight back. */
+  const granted = (episode: number, leaseMs: number) => {
+    held.set(episode, Date.now() + leaseMs);
+    if (unwanted.delete(episode)) release(episode);
+  };
+
+  /** Tracks an ask for one episode until it settles. */
+  const track = (episode: number, ask: Promise<void>) => {
+    const tracked = ask.finally(() => {
+      if (asking.get(episode) === tracked) asking.delete(episode);
+    });
+    asking.set(episode, tracked);
+    // Failures surface in hold(), which asks again; none must go unhandled here.
+    tracked.catch(() => {});
+  };
+
+  const acquireOne = async (episode: number, leaseMs: number) => {
+    await retrying(() => limiter.acquire(ticket(episode), groupId, leaseMs, limit));
+    granted(episode, leaseMs);
+  };
+
   return {
-    async hold(episode, leaseMs) {
-      const expiresAt = held.get(episode);
-      // Renew when less than half the lease is left, so a long episode never loses its permit.
-      if (expiresAt !== undefined && expiresAt - Date.now() > leaseMs / 2) return;
-      await retrying(() => limiter.acquire(`${groupId}:${episode}`, groupId, leaseMs, limit));
-      held.set(episode, Date.now() + leaseMs);
+    prefetch(episodes, leaseMs) {
+      const wanted = episodes.filter((e) => !asking.has(e) && !fresh(e, leaseMs));
+      for (const e of episodes) unwanted.delete(e);
+      if (wanted.length === 0) return;
+      const batch = retrying(() =>
+        limiter.acquireMany(wanted.map(ticket), groupId, leaseMs, limit),
+      ).then((tickets) => new Set(tickets));
+      for (const episode of wanted) {
+        track(
+          episode,
+          batch.then((got) =>
+            got.has(ticket(episode)) ? granted(episode, leaseMs) : acquireOne(episode, leaseMs),
+          ),
+        );
+      }
     },
-    async drop(episode) {
-      if (!held.delete(episode)) return;
-      // A release that cannot get through is reclaimed when the permit's lease expires.
-      await retrying(() => limiter.release(`${groupId}:${episode}`)).catch(() => {});
+    async hold(episode, leaseMs) {
+      unwanted.delete(episode);
+      // A failed batch ask is asked again below, on its own.
+      await asking.get(episode)?.catch(() => {});
+      if (fresh(episode, leaseMs)) return;
+      track(episode, acquireOne(episode, leaseMs));
+      await asking.get(episode);
+    },
+    drop(episode) {
+      if (asking.has(episode)) unwanted.add(episode);
+      release(episode);
     },
     async reset() {
       held.clear();
+      unwanted.clear();
+      if (releasing !== null) clearTimeout(releasing.timer);
+      releasing = null;
       await retrying(() => limiter.releaseGroup(groupId));
     },
   };

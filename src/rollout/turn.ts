@@ -27,6 +27,14 @@ export interface GroupRuntime {
   permits: Permits;
 }
 
+/**
+ * How long an episode's permit is leased for: its generation's deadline window and a minute
+ * more. Renewed while it runs; the lease only matters when a holder disappears.
+ */
+export function permitLeaseMs(rt: GroupRuntime): number {
+  return generationDeadlineMs(rt.config, rt.spec.request.max_context_tokens) + 60_000;
+}
+
 /** Attempts at reaching the step worker itself (not environment errors) before giving up. */
 const STEP_CALL_ATTEMPTS = 3;
 
@@ -137,7 +145,7 @@ async function sample(
   const generation = store.generation(idx);
   const windowMs = generationDeadlineMs(config, spec.request.max_context_tokens);
   // The deadline clock starts when the request is sent, not while it waits for a permit.
-  await rt.permits.hold(idx, windowMs + 60_000);
+  await rt.permits.hold(idx, permitLeaseMs(rt));
   // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one.
   const deadlineAt = generation?.deadlineAt ?? Date.now() + windowMs;
   store.markSent(idx, deadlineAt);
