@@ -25,6 +25,7 @@ import {
 import { groupPermits } from "./permits";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
 import { driveEpisode, type GroupRuntime, permitLeaseMs } from "./turn";
+import { sharedWriteTurn } from "./write-turn";
 
 export type StartResult = { outcome: "created" | "existing" } | { outcome: "conflict" };
 
@@ -149,6 +150,7 @@ export class RolloutGroup extends DurableObject<Env> {
         // Workers' RPC types drop fields typed `unknown`; the values themselves cross intact.
         stepWorker: this.env.STEP_WORKER as unknown as StepWorkerApi,
         permits: groupPermits(this.env, group.spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
+        writeTurn: sharedWriteTurn(),
       };
       if (!this.createdHere) {
         // First wake of this instance: permits held by an earlier one went with its generations.

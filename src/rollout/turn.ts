@@ -25,6 +25,8 @@ export interface GroupRuntime {
   config: Config;
   stepWorker: StepWorkerApi;
   permits: Permits;
+  /** Resolves in the group's next write turn, shared by its episodes (write-turn.ts). */
+  writeTurn: () => Promise<void>;
 }
 
 /**
@@ -99,6 +101,7 @@ async function open(rt: GroupRuntime, idx: number): Promise<void> {
     rt.stepWorker.open({ env, example, promptText }),
   );
   if (result === null) return;
+  await rt.writeTurn();
   if (result === "timeout")
     return rt.store.finish(idx, "failed", "step_timeout", "startEpisode ran past STEP_TIMEOUT_S");
   if (!result.ok) return rt.store.finish(idx, "failed", "env_error", result.error);
@@ -164,6 +167,7 @@ async function sample(
       wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / spec.request.group_size),
     },
   );
+  await rt.writeTurn();
   switch (outcome.kind) {
     case "ok": {
       const { completion } = outcome;
@@ -235,6 +239,7 @@ async function step(
           rt.stepWorker.step({ env, example, messages: transcript }),
         );
   if (result === null) return;
+  await rt.writeTurn();
   if (result === "timeout")
     return rt.store.finish(idx, "failed", "step_timeout", "stepEpisode ran past STEP_TIMEOUT_S");
   if (!result.ok) return rt.store.finish(idx, "failed", "env_error", result.error);
