@@ -26,7 +26,16 @@ export class EpisodeStepSession {
   private session: StepSessionApi | null = null;
   private served = 0;
   private failures = 0;
-  private idleTimer: ReturnType<typeof setTimeout> | null = null;
+  private lastUsedAt = 0;
+  /** The step in flight: when it runs out of time, and how to end its wait. */
+  private inFlight: { deadline: number; expire: () => void } | null = null;
+  /**
+   * One timer serves both the step deadline and the idle release, and is re-armed only when it
+   * fires or must fire sooner: a timer set and cleared per step cost more than the step's
+   * bookkeeping (BENCHMARKS.md).
+   */
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timerAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly worker: StepWorkerApi,
@@ -42,14 +51,16 @@ export class EpisodeStepSession {
     timeoutMs: number,
   ): Promise<EnvCall<EnvironmentStepResult> | "timeout" | "retry_alone"> {
     if (this.failures >= FAILURES_BEFORE_GIVING_UP) return "retry_alone";
-    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
     try {
       const session = await this.open();
       if (session === null) return "retry_alone";
       this.served++;
-      const result = await withTimeout(session.step(messages), timeoutMs);
+      const expired = new Promise<"timeout">((resolve) => {
+        this.inFlight = { deadline: Date.now() + timeoutMs, expire: () => resolve("timeout") };
+      });
+      this.wakeBy(Date.now() + timeoutMs);
+      const result = await Promise.race([session.step(messages), expired]);
       if (result === "timeout") this.close();
-      else this.idleTimer = setTimeout(() => this.close(), SESSION_IDLE_MS);
       this.failures = 0;
       return result;
     } catch (error) {
@@ -57,7 +68,33 @@ export class EpisodeStepSession {
       console.warn(`step session failed, stepping on its own invocation: ${errorMessage(error)}`);
       this.close();
       return "retry_alone";
+    } finally {
+      this.inFlight = null;
+      this.lastUsedAt = Date.now();
     }
+  }
+
+  /** Makes sure the timer fires by `at`. */
+  private wakeBy(at: number): void {
+    if (this.timer !== null && this.timerAt <= at) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.onTimer(), Math.max(0, at - Date.now()));
+  }
+
+  private onTimer(): void {
+    this.timer = null;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    if (this.inFlight !== null) {
+      if (now >= this.inFlight.deadline) this.inFlight.expire();
+      else this.wakeBy(this.inFlight.deadline);
+      return;
+    }
+    if (this.session === null) return;
+    const idleUntil = this.lastUsedAt + SESSION_IDLE_MS;
+    if (now >= idleUntil) this.close();
+    else this.wakeBy(idleUntil);
   }
 
   /** The current session, a fresh one, or null when none opened in time. */
@@ -78,8 +115,9 @@ export class EpisodeStepSession {
 
   /** Ends the session's invocation; the next step opens a new one. */
   close(): void {
-    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = Number.POSITIVE_INFINITY;
     if (this.session !== null) release(this.session);
     this.session = null;
     this.served = 0;

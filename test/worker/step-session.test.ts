@@ -26,6 +26,16 @@ class CountsItsSteps extends GuessNumber {
 }
 registerEnvironment("counts-its-steps", () => new CountsItsSteps());
 
+/** Guess-number whose steps wait far longer than any timeout in these tests. */
+class StepsSlowly extends GuessNumber {
+  override stepEpisode(example: TaskExample, messages: readonly ChatMessage[], response: string) {
+    const late = () => super.stepEpisode(example, messages, response);
+    // Environments may step asynchronously; the base class happens not to.
+    return new Promise((resolve) => setTimeout(() => resolve(late()), 10_000)) as never;
+  }
+}
+registerEnvironment("steps-slowly", () => new StepsSlowly());
+
 const worker = env.STEP_WORKER as unknown as StepWorkerApi;
 const example = guessExample("session", 100);
 const request = { env: "counts-its-steps", example };
@@ -114,6 +124,19 @@ describe("an episode's step session", () => {
     expect(await session.step(transcriptAt(0), 20_000)).toBe("retry_alone");
     expect(counts.sessions).toBe(1);
     session.close();
+  });
+
+  it("times a step out at its deadline and gives the next step a fresh session", async () => {
+    const { wrapped, counts } = countingWorker();
+    const session = new EpisodeStepSession(wrapped, { env: "steps-slowly", example });
+    try {
+      expect(await session.step(transcriptAt(0), 300)).toBe("timeout");
+      expect(await session.step(transcriptAt(1), 300)).toBe("timeout");
+      // The invocation may still be running the stuck step: the next one does not go there.
+      expect(counts.sessions).toBe(2);
+    } finally {
+      session.close();
+    }
   });
 
   it("reports an environment error as a result, not as a broken session", async () => {
