@@ -368,13 +368,6 @@ export class GroupStore {
     return this.m.episodes.every((e) => TERMINAL_STATES.includes(e.state));
   }
 
-  messages(idx: number): MessageRow[] {
-    return this.sql
-      .exec("SELECT * FROM messages WHERE idx = ? ORDER BY seq", idx)
-      .toArray()
-      .map(toMessage);
-  }
-
   transcript(idx: number): ChatMessage[] {
     return this.sql
       .exec("SELECT message FROM messages WHERE idx = ? ORDER BY seq", idx)
@@ -382,11 +375,28 @@ export class GroupStore {
       .map((r) => json<ChatMessage>(r.message));
   }
 
-  steps(idx: number): JsonObject[] {
-    return this.sql
-      .exec("SELECT metadata FROM steps WHERE idx = ? ORDER BY turn", idx)
-      .toArray()
-      .map((r) => json<JsonObject>(r.metadata));
+  /** Every episode's messages in one query, by episode: what scoring and landing read. */
+  messagesByEpisode(): Map<number, MessageRow[]> {
+    const byEpisode = new Map<number, MessageRow[]>();
+    for (const row of this.sql.exec("SELECT * FROM messages ORDER BY idx, seq").toArray()) {
+      const message = toMessage(row);
+      const list = byEpisode.get(message.idx);
+      if (list) list.push(message);
+      else byEpisode.set(message.idx, [message]);
+    }
+    return byEpisode;
+  }
+
+  /** Every episode's step metadata in one query, by episode. */
+  stepsByEpisode(): Map<number, JsonObject[]> {
+    const byEpisode = new Map<number, JsonObject[]>();
+    for (const row of this.sql.exec("SELECT idx, metadata FROM steps ORDER BY idx, turn")) {
+      const idx = Number(row.idx);
+      const list = byEpisode.get(idx) ?? [];
+      list.push(json<JsonObject>(row.metadata));
+      byEpisode.set(idx, list);
+    }
+    return byEpisode;
   }
 
   /** Appends one message; returns the sequence number to commit to the mirror afterwards. */

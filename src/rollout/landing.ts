@@ -194,8 +194,9 @@ export function landingPayload(store: GroupStore): LandingPayload {
     createdAt: iso(e.startedAt),
     finishedAt: iso(e.finishedAt ?? e.startedAt),
   }));
+  const messagesByEpisode = store.messagesByEpisode();
   const messageRows: (typeof messages.$inferInsert)[] = rows.flatMap((e) =>
-    store.messages(e.idx).map((m) => ({
+    (messagesByEpisode.get(e.idx) ?? []).map((m) => ({
       episodeId: episodeId(spec.groupId, e.idx),
       seq: m.seq,
       groupId: spec.groupId,

@@ -4,17 +4,27 @@
  * are not graded and carry no advantage.
  */
 import type { ScoreWorkerApi } from "../env-workers/score-worker";
-import { assembleEpisode, assignGroupCredit, errorMessage, type ScoreOutcome } from "../sdk";
+import {
+  assembleEpisode,
+  assignGroupCredit,
+  errorMessage,
+  type JsonObject,
+  type ScoreOutcome,
+} from "../sdk";
 import { episodeId, type GroupSpec } from "./group-spec";
-import type { EpisodeRow, GroupStore } from "./group-store";
+import type { EpisodeRow, GroupStore, MessageRow } from "./group-store";
 import { withTimeout } from "./timeout";
 
-function episodeForScoring(store: GroupStore, episode: EpisodeRow) {
+function episodeForScoring(
+  episode: EpisodeRow,
+  messages: Map<number, MessageRow[]>,
+  steps: Map<number, JsonObject[]>,
+) {
   return assembleEpisode({
-    messages: store.transcript(episode.idx),
+    messages: (messages.get(episode.idx) ?? []).map((m) => m.message),
     openingCount: episode.openingCount ?? 0,
     responseText: episode.responseText,
-    steps: store.steps(episode.idx),
+    steps: steps.get(episode.idx) ?? [],
     latencyMs: (episode.finishedAt ?? episode.startedAt) - episode.startedAt,
     totalTokens: episode.totalTokens,
   });
@@ -33,13 +43,16 @@ export async function scoreEpisodes(
 ): Promise<{ ok: true } | { ok: false; error: string }> {
   const gradable = store.episodes().filter((e) => e.state !== "failed" && e.reward === null);
   if (gradable.length === 0) return { ok: true };
+  // One read for the whole group, not one per episode.
+  const messages = store.messagesByEpisode();
+  const steps = store.stepsByEpisode();
   let outcomes: ScoreOutcome[] | "timeout";
   try {
     outcomes = await withTimeout(
       scoreWorker.score({
         env: spec.request.env,
         example: spec.request.example,
-        episodes: gradable.map((e) => episodeForScoring(store, e)),
+        episodes: gradable.map((e) => episodeForScoring(e, messages, steps)),
       }),
       timeoutMs,
     );

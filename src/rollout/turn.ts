@@ -95,17 +95,24 @@ async function callStepWorker<T>(
   }
 }
 
-async function open(rt: GroupRuntime, idx: number): Promise<void> {
+/** Opens the episode; returns the opening messages it recorded (none if it ended instead). */
+async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage[]> {
   const { env, example, prompt_text: promptText } = rt.spec.request;
   const result = await callStepWorker(rt, idx, "open", () =>
     rt.stepWorker.open({ env, example, promptText }),
   );
-  if (result === null) return;
+  if (result === null) return [];
   await rt.writeTurn();
-  if (result === "timeout")
-    return rt.store.finish(idx, "failed", "step_timeout", "startEpisode ran past STEP_TIMEOUT_S");
-  if (!result.ok) return rt.store.finish(idx, "failed", "env_error", result.error);
+  if (result === "timeout") {
+    rt.store.finish(idx, "failed", "step_timeout", "startEpisode ran past STEP_TIMEOUT_S");
+    return [];
+  }
+  if (!result.ok) {
+    rt.store.finish(idx, "failed", "env_error", result.error);
+    return [];
+  }
   rt.store.recordOpening(idx, result.value.messages, result.value.maxTurns);
+  return result.value.messages;
 }
 
 /**
@@ -250,14 +257,15 @@ async function step(
 
 /** Runs one episode from wherever its stored state says it is until it ends. */
 export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void> {
-  const transcript = rt.store.transcript(idx);
+  // An episode still opening has no messages yet: its opening and its state are one write.
+  const transcript = rt.store.episode(idx).state === "opening" ? [] : rt.store.transcript(idx);
   const { env, example } = rt.spec.request;
   const session = new EpisodeStepSession(rt.stepWorker, { env, example });
   try {
     for (;;) {
       const state = rt.store.episode(idx).state;
       try {
-        if (state === "opening") await open(rt, idx);
+        if (state === "opening") transcript.push(...(await open(rt, idx)));
         else if (state === "generating") {
           if ((await sample(rt, idx, transcript)) === "parked") return;
         } else if (state === "stepping") await step(rt, idx, transcript, session);
@@ -266,7 +274,6 @@ export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void>
         // Nothing is dropped silently: an unexpected fault still ends the episode with a reason.
         rt.store.finish(idx, "failed", "internal_error", `${state}: ${errorMessage(error)}`);
       }
-      if (state === "opening") transcript.push(...rt.store.transcript(idx));
     }
   } finally {
     session.close();
