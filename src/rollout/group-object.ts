@@ -162,30 +162,32 @@ export class RolloutGroup extends DurableObject<Env> {
     const runtime = this.runtime;
     if (group.phase === "running") {
       const now = Date.now();
-      const started: number[] = [];
-      for (const episode of this.store.episodes()) {
-        if (TERMINAL_STATES.includes(episode.state) || this.drivers.has(episode.idx)) continue;
+      const toStart = this.store.episodes().filter((episode) => {
+        if (TERMINAL_STATES.includes(episode.state) || this.drivers.has(episode.idx)) return false;
         const parked = this.store.generation(episode.idx);
-        if (parked?.state === "waiting" && (parked.retryAt ?? 0) > now) continue;
-        const driver = driveEpisode(runtime, episode.idx)
+        return !(parked?.state === "waiting" && (parked.retryAt ?? 0) > now);
+      });
+      // One call to the limiter for every episode started here, not one each; asked before the
+      // drivers start, so one that goes straight to a generation waits for this answer.
+      runtime.permits.prefetch(
+        toStart.map((episode) => episode.idx),
+        permitLeaseMs(runtime),
+      );
+      for (const { idx } of toStart) {
+        const driver = driveEpisode(runtime, idx)
           // Only an instance being torn down gets here (its storage refuses every call); the
           // next instance resumes from what was persisted.
-          .catch((error) =>
-            console.error(`episode ${episode.idx}: driver stopped: ${errorMessage(error)}`),
-          )
+          .catch((error) => console.error(`episode ${idx}: driver stopped: ${errorMessage(error)}`))
           .finally(() => {
-            this.drivers.delete(episode.idx);
+            this.drivers.delete(idx);
             // Ended, parked or stopped: its permit goes back to the pool either way.
-            runtime.permits.drop(episode.idx);
+            runtime.permits.drop(idx);
             void this.finishWhenDone();
             // A parked generation needs its timer armed before the object goes idle.
             if (this.store.exists()) this.rearm().catch(() => {});
           });
-        this.drivers.set(episode.idx, driver);
-        started.push(episode.idx);
+        this.drivers.set(idx, driver);
       }
-      // One call to the limiter for every episode started here, not one each.
-      runtime.permits.prefetch(started, permitLeaseMs(runtime));
     }
     await this.finishWhenDone();
   }

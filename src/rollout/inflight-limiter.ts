@@ -12,7 +12,8 @@ import { DurableObject } from "cloudflare:workers";
 interface Waiter {
   ticket: string;
   leaseMs: number;
-  grant: () => void;
+  /** Answers the waiting `acquire`: true once granted, false if the ticket was withdrawn. */
+  answer: (granted: boolean) => void;
 }
 
 export class InflightLimiter extends DurableObject<Env> {
@@ -42,19 +43,20 @@ export class InflightLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Resolves once the ticket holds a permit, waiting in the fair queue when the limit is
-   * reached. Acquiring a ticket already held renews its lease.
+   * Resolves true once the ticket holds a permit, waiting in the fair queue when the limit is
+   * reached; false if its holder withdrew it meanwhile (`releaseMany`). Acquiring a ticket
+   * already held renews its lease.
    */
-  async acquire(ticket: string, group: string, leaseMs: number, limit: number): Promise<void> {
+  async acquire(ticket: string, group: string, leaseMs: number, limit: number): Promise<boolean> {
     this.limit = limit;
     if (this.permits.has(ticket) || (this.permits.size < limit && this.turns.length === 0)) {
       this.grant(ticket, group, leaseMs);
-      return;
+      return true;
     }
-    await new Promise<void>((resolve) => {
+    return new Promise<boolean>((answer) => {
       const queue = this.waiting.get(group) ?? [];
       if (queue.length === 0) this.turns.push(group);
-      queue.push({ ticket, leaseMs, grant: resolve });
+      queue.push({ ticket, leaseMs, answer });
       this.waiting.set(group, queue);
     });
   }
@@ -86,8 +88,24 @@ export class InflightLimiter extends DurableObject<Env> {
     this.pump();
   }
 
-  async releaseMany(tickets: readonly string[]): Promise<void> {
+  /**
+   * Gives back the permits of a group's tickets, and withdraws those still waiting: an episode
+   * that ended while its permit was queued must not take one later.
+   */
+  async releaseMany(group: string, tickets: readonly string[]): Promise<void> {
     for (const ticket of tickets) this.drop(ticket);
+    const queue = this.waiting.get(group);
+    if (queue !== undefined) {
+      const withdrawn = new Set(tickets);
+      const kept = queue.filter((waiter) => !withdrawn.has(waiter.ticket));
+      for (const waiter of queue) if (withdrawn.has(waiter.ticket)) waiter.answer(false);
+      if (kept.length > 0) this.waiting.set(group, kept);
+      else {
+        this.waiting.delete(group);
+        const turn = this.turns.indexOf(group);
+        if (turn !== -1) this.turns.splice(turn, 1);
+      }
+    }
     this.pump();
   }
 
@@ -150,7 +168,7 @@ export class InflightLimiter extends DurableObject<Env> {
       else this.waiting.delete(group);
       if (next) {
         this.grant(next.ticket, group, next.leaseMs);
-        next.grant();
+        next.answer(true);
       }
     }
   }

@@ -66,18 +66,22 @@ export function groupPermits(
     return expiresAt !== undefined && expiresAt - Date.now() > leaseMs / 2;
   };
 
-  const release = (episode: number) => {
-    if (!held.delete(episode)) return;
+  /** Sends the episode's ticket back with the next batch: its permit, or its place in line. */
+  const giveBack = (episode: number) => {
     if (releasing === null) {
       const batch = new Set<number>();
       const timer = setTimeout(() => {
         releasing = null;
         // A release that cannot get through is reclaimed when the permit's lease expires.
-        retrying(() => limiter.releaseMany([...batch].map(ticket))).catch(() => {});
+        retrying(() => limiter.releaseMany(groupId, [...batch].map(ticket))).catch(() => {});
       }, RELEASE_BATCH_MS);
       releasing = { episodes: batch, timer };
     }
     releasing.episodes.add(episode);
+  };
+
+  const release = (episode: number) => {
+    if (held.delete(episode)) giveBack(episode);
   };
 
   /** Records what the limiter granted; a permit no driver wants any more goes straight back. */
@@ -96,9 +100,10 @@ export function groupPermits(
     tracked.catch(() => {});
   };
 
+  /** Queues for the episode's permit; a withdrawn ask (its driver ended) settles ungranted. */
   const acquireOne = async (episode: number, leaseMs: number) => {
-    await retrying(() => limiter.acquire(ticket(episode), groupId, leaseMs, limit));
-    granted(episode, leaseMs);
+    if (await retrying(() => limiter.acquire(ticket(episode), groupId, leaseMs, limit)))
+      granted(episode, leaseMs);
   };
 
   return {
@@ -112,22 +117,32 @@ export function groupPermits(
       for (const episode of wanted) {
         track(
           episode,
-          batch.then((got) =>
-            got.has(ticket(episode)) ? granted(episode, leaseMs) : acquireOne(episode, leaseMs),
-          ),
+          batch.then((got) => {
+            if (got.has(ticket(episode))) return granted(episode, leaseMs);
+            // Its driver ended before the answer came: it does not queue for a permit.
+            if (unwanted.delete(episode)) return;
+            return acquireOne(episode, leaseMs);
+          }),
         );
       }
     },
     async hold(episode, leaseMs) {
-      unwanted.delete(episode);
-      // A failed batch ask is asked again below, on its own.
-      await asking.get(episode)?.catch(() => {});
-      if (fresh(episode, leaseMs)) return;
-      track(episode, acquireOne(episode, leaseMs));
-      await asking.get(episode);
+      for (;;) {
+        unwanted.delete(episode);
+        // Waits for any ask already on its way (a prefetch, say); a failed one is asked again.
+        while (asking.has(episode)) await asking.get(episode)?.catch(() => {});
+        if (fresh(episode, leaseMs)) return;
+        track(episode, acquireOne(episode, leaseMs));
+        // Settles granted, or ungranted if a release sent earlier withdrew it: then ask again.
+        await asking.get(episode);
+      }
     },
     drop(episode) {
-      if (asking.has(episode)) unwanted.add(episode);
+      if (asking.has(episode)) {
+        // Granted later, it goes straight back; still queued, the release withdraws it.
+        unwanted.add(episode);
+        giveBack(episode);
+      }
       release(episode);
     },
     async reset() {

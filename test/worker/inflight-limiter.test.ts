@@ -80,6 +80,16 @@ describe("the in-flight limiter", () => {
     expect(await stub.stats()).toEqual({ inFlight: 1, waiting: 0 });
   });
 
+  it("withdraws a group's waiting tickets on release: their acquire answers false", async () => {
+    const stub = limiter();
+    await stub.acquire("hold", "holder", LEASE, 1);
+    const waiting = stub.acquire("g:0", "g", LEASE, 1);
+    await settle();
+    await stub.releaseMany("g", ["g:0"]);
+    expect(await waiting).toBe(false);
+    expect(await stub.stats()).toEqual({ inFlight: 1, waiting: 0 });
+  });
+
   it("re-acquiring a ticket it already holds does not take a second permit", async () => {
     const stub = limiter();
     await stub.acquire("x:0", "x", LEASE, 1);

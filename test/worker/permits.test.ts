@@ -57,7 +57,7 @@ describe("a group's permits", () => {
     );
   });
 
-  it("gives back a permit granted after its episode's driver already ended", async () => {
+  it("withdraws a queued ask when its episode's driver ends, so no permit is taken later", async () => {
     const limiter = freshLimiter();
     await limiter.stub.acquire("other:0", "other", LEASE, 1);
     const permits = groupPermits(env, "g", 1, limiter.name);
@@ -66,10 +66,31 @@ describe("a group's permits", () => {
     expect(await limiter.stats()).toEqual({ inFlight: 1, waiting: 1 });
     // The episode failed at its opening while its permit was still queued.
     permits.drop(0);
+    await eventually(async () =>
+      expect(await limiter.stats()).toEqual({ inFlight: 1, waiting: 0 }),
+    );
     await limiter.stub.release("other:0");
+    expect(await limiter.stats()).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it("queues once for an episode that goes straight to a generation as its driver starts", async () => {
+    const limiter = freshLimiter();
+    await limiter.stub.acquire("other:0", "other", LEASE, 1);
+    const permits = groupPermits(env, "g", 1, limiter.name);
+    // A driver resumed in `generating` asks for its permit as the group's prefetch goes out.
+    const holding = permits.hold(0, LEASE);
+    permits.prefetch([0], LEASE);
+    await settle();
+    expect(await limiter.stats()).toEqual({ inFlight: 1, waiting: 1 });
+    await limiter.stub.release("other:0");
+    await holding;
+    permits.drop(0);
     await eventually(async () =>
       expect(await limiter.stats()).toEqual({ inFlight: 0, waiting: 0 }),
     );
+    // No second ask left in line to take a permit nobody releases.
+    await settle();
+    expect(await limiter.stats()).toEqual({ inFlight: 0, waiting: 0 });
   });
 
   it("asks again on its own when an episode wants its permit back after parking", async () => {
