@@ -223,6 +223,18 @@ function toMessage(r: Row): MessageRow {
   };
 }
 
+/** Rows of several episodes (ordered within each), grouped by their `idx`. */
+function byEpisode<T>(rows: Row[], read: (row: Row) => T): Map<number, T[]> {
+  const grouped = new Map<number, T[]>();
+  for (const row of rows) {
+    const idx = Number(row.idx);
+    const list = grouped.get(idx);
+    if (list) list.push(read(row));
+    else grouped.set(idx, [read(row)]);
+  }
+  return grouped;
+}
+
 interface Mirror {
   group: GroupRow;
   episodes: EpisodeRow[];
@@ -377,26 +389,14 @@ export class GroupStore {
 
   /** Every episode's messages in one query, by episode: what scoring and landing read. */
   messagesByEpisode(): Map<number, MessageRow[]> {
-    const byEpisode = new Map<number, MessageRow[]>();
-    for (const row of this.sql.exec("SELECT * FROM messages ORDER BY idx, seq").toArray()) {
-      const message = toMessage(row);
-      const list = byEpisode.get(message.idx);
-      if (list) list.push(message);
-      else byEpisode.set(message.idx, [message]);
-    }
-    return byEpisode;
+    const rows = this.sql.exec("SELECT * FROM messages ORDER BY idx, seq").toArray();
+    return byEpisode(rows, toMessage);
   }
 
   /** Every episode's step metadata in one query, by episode. */
   stepsByEpisode(): Map<number, JsonObject[]> {
-    const byEpisode = new Map<number, JsonObject[]>();
-    for (const row of this.sql.exec("SELECT idx, metadata FROM steps ORDER BY idx, turn")) {
-      const idx = Number(row.idx);
-      const list = byEpisode.get(idx) ?? [];
-      list.push(json<JsonObject>(row.metadata));
-      byEpisode.set(idx, list);
-    }
-    return byEpisode;
+    const rows = this.sql.exec("SELECT idx, metadata FROM steps ORDER BY idx, turn").toArray();
+    return byEpisode(rows, (r) => json<JsonObject>(r.metadata));
   }
 
   /** Appends one message; returns the sequence number to commit to the mirror afterwards. */

@@ -49,7 +49,7 @@ export class InflightLimiter extends DurableObject<Env> {
    */
   async acquire(ticket: string, group: string, leaseMs: number, limit: number): Promise<boolean> {
     this.limit = limit;
-    if (this.permits.has(ticket) || (this.permits.size < limit && this.turns.length === 0)) {
+    if (this.grantsAtOnce(ticket)) {
       this.grant(ticket, group, leaseMs);
       return true;
     }
@@ -75,12 +75,17 @@ export class InflightLimiter extends DurableObject<Env> {
     this.limit = limit;
     const granted: string[] = [];
     for (const ticket of tickets) {
-      if (this.permits.has(ticket) || (this.permits.size < limit && this.turns.length === 0)) {
+      if (this.grantsAtOnce(ticket)) {
         this.grant(ticket, group, leaseMs);
         granted.push(ticket);
       }
     }
     return granted;
+  }
+
+  /** Held already (a renewal), or a new one under the limit with no one in line. */
+  private grantsAtOnce(ticket: string): boolean {
+    return this.permits.has(ticket) || (this.permits.size < this.limit && this.turns.length === 0);
   }
 
   async release(ticket: string): Promise<void> {
@@ -100,11 +105,7 @@ export class InflightLimiter extends DurableObject<Env> {
       const kept = queue.filter((waiter) => !withdrawn.has(waiter.ticket));
       for (const waiter of queue) if (withdrawn.has(waiter.ticket)) waiter.answer(false);
       if (kept.length > 0) this.waiting.set(group, kept);
-      else {
-        this.waiting.delete(group);
-        const turn = this.turns.indexOf(group);
-        if (turn !== -1) this.turns.splice(turn, 1);
-      }
+      else this.forgetWaiters(group);
     }
     this.pump();
   }
@@ -112,9 +113,7 @@ export class InflightLimiter extends DurableObject<Env> {
   /** A group restarted: the permits its earlier instance held belong to episodes it lost. */
   async releaseGroup(group: string): Promise<void> {
     // Its waiters are dead calls too: granting them would only leak permits.
-    this.waiting.delete(group);
-    const turn = this.turns.indexOf(group);
-    if (turn !== -1) this.turns.splice(turn, 1);
+    this.forgetWaiters(group);
     for (const [ticket, permit] of this.permits) if (permit.group === group) this.drop(ticket);
     this.pump();
   }
@@ -146,6 +145,13 @@ export class InflightLimiter extends DurableObject<Env> {
       expiresAt,
     );
     if (this.alarmAt === null || expiresAt < this.alarmAt) this.arm(expiresAt);
+  }
+
+  /** Drops the group's queue and its turn in the round robin. */
+  private forgetWaiters(group: string): void {
+    this.waiting.delete(group);
+    const turn = this.turns.indexOf(group);
+    if (turn !== -1) this.turns.splice(turn, 1);
   }
 
   private arm(at: number): void {

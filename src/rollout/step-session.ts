@@ -55,10 +55,11 @@ export class EpisodeStepSession {
       const session = await this.open();
       if (session === null) return "retry_alone";
       this.served++;
+      const deadline = Date.now() + timeoutMs;
       const expired = new Promise<"timeout">((resolve) => {
-        this.inFlight = { deadline: Date.now() + timeoutMs, expire: () => resolve("timeout") };
+        this.inFlight = { deadline, expire: () => resolve("timeout") };
       });
-      this.wakeBy(Date.now() + timeoutMs);
+      this.wakeBy(deadline);
       const result = await Promise.race([session.step(messages), expired]);
       if (result === "timeout") this.close();
       this.failures = 0;
