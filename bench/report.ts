@@ -14,6 +14,8 @@ export interface BenchReport {
   overhead: OverheadResult;
   /** The same with INFERENCE_STREAM=false. */
   unstreamed: OverheadResult;
+  /** Streamed, with wrangler dev's local trace of every call left on (wrangler's default). */
+  traced: OverheadResult;
   ideal: IdealPoint[];
   growth: GrowthResult;
   landing: LandingResult;
@@ -36,6 +38,8 @@ export function resultsJson(report: BenchReport) {
     cpu_ms_per_turn: report.overhead.cpuMsPerTurn,
     overhead_ratio_unstreamed: report.unstreamed.overheadRatio,
     cpu_ms_per_turn_unstreamed: report.unstreamed.cpuMsPerTurn,
+    overhead_ratio_local_traces: report.traced.overheadRatio,
+    cpu_ms_per_turn_local_traces: report.traced.cpuMsPerTurn,
     ideal_ratio: Object.fromEntries(report.ideal.map((p) => [String(p.concurrency), p.ratio])),
     ideal_ratio_end_to_end: Object.fromEntries(
       report.ideal.map((p) => [String(p.concurrency), p.endToEndRatio]),
@@ -55,6 +59,7 @@ export function resultsJson(report: BenchReport) {
     details: {
       overhead: report.overhead,
       unstreamed: report.unstreamed,
+      traced: report.traced,
       ideal: report.ideal,
       landing: report.landing,
     },
@@ -99,6 +104,18 @@ function rows(r: Results): [string, string, string, boolean | null][] {
       fmt(r.cpu_ms_per_turn_unstreamed),
       "< 2",
       r.cpu_ms_per_turn_unstreamed < 2,
+    ],
+    [
+      "… with wrangler's local traces on: overhead ratio",
+      fmt(r.overhead_ratio_local_traces),
+      "—",
+      null,
+    ],
+    [
+      "… with wrangler's local traces on: CPU per turn (ms)",
+      fmt(r.cpu_ms_per_turn_local_traces),
+      "—",
+      null,
     ],
     ideal("8", null),
     ideal("64", null),
@@ -172,6 +189,7 @@ What each figure is:
 - **Overhead ratio**: turns per second of the full pipeline (HTTP trigger, group Durable Object, step and score workers, D1 landing) divided by the SDK's own episode loop in one Node process, same guess-number groups, seeds and simulator at latency 0, completions streamed as by default (${fmt(r.details.overhead.pipelineTurnsPerS, 0)} vs ${fmt(r.details.overhead.inProcessTurnsPerS, 0)} turns/s, ${r.details.overhead.groups} groups of 8).
 - **workerd CPU per turn**: CPU time of the workerd process (every worker, object and local D1) over the pipeline run, divided by the turns played.
 - **… with INFERENCE_STREAM=false**: the same two figures with one body per completion instead of a stream (the reference loop also unstreamed), in a second stack (${fmt(r.details.unstreamed.pipelineTurnsPerS, 0)} vs ${fmt(r.details.unstreamed.inProcessTurnsPerS, 0)} turns/s). Streaming is the default because it keeps long generations alive through proxies that cut silent connections.
+- **… with wrangler's local traces on**: the streamed figures again, in a third stack where wrangler dev records its local trace of every call, as it does by default (${fmt(r.details.traced.pipelineTurnsPerS, 0)} vs ${fmt(r.details.traced.inProcessTurnsPerS, 0)} turns/s). edgeroll's local stack turns that off (README, "Local traces"); every other figure is measured without it.
 - **Achieved / ideal**: with every generation taking 1 s at the host, C episodes can make at most C turns per second; this is the rate in steady state (from 1 s after the last group started to 2 s before the last landed) over C (end to end, including start and the landing tail: ${Object.entries(
     r.ideal_ratio_end_to_end,
   )

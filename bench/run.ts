@@ -30,9 +30,9 @@ const started = Date.now();
 const say = (line: string) =>
   console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`);
 
-function sayOverhead(o: OverheadResult): void {
+function sayOverhead(o: OverheadResult, note = ""): void {
   say(
-    `overhead (${o.stream ? "streamed" : "non-streamed"}): ratio ${o.overheadRatio.toFixed(2)}, ${o.cpuMsPerTurn.toFixed(2)} ms workerd CPU per turn`,
+    `overhead (${o.stream ? "streamed" : "non-streamed"}${note}): ratio ${o.overheadRatio.toFixed(2)}, ${o.cpuMsPerTurn.toFixed(2)} ms workerd CPU per turn`,
   );
 }
 
@@ -60,6 +60,12 @@ const unstreamed = await withBenchStack(
   { vars: { INFERENCE_STREAM: "false" } },
 );
 sayOverhead(unstreamed);
+// Streamed again, with wrangler dev's local trace of every call on, as plain `wrangler dev` runs.
+const traced = await withBenchStack(
+  (bench) => measureOverhead(bench, { ...plan.overhead, stream: true }),
+  { localTraces: true },
+);
+sayOverhead(traced, ", wrangler's local traces on");
 say(`landing and serving: ${plan.landing.groups} groups, ${plan.landing.repeats} repeat(s)`);
 const landing = await measureLanding(plan.landing.groups, plan.landing.repeats);
 say(
@@ -71,6 +77,7 @@ const results = resultsJson({
   seconds: (Date.now() - started) / 1000,
   ...pipeline,
   unstreamed,
+  traced,
   landing,
 });
 printTable(results);

@@ -14,7 +14,7 @@ export interface BenchStack {
 
 export function withBenchStack<T>(
   body: (bench: BenchStack) => Promise<T>,
-  extra: { inspectorPort?: number; vars?: Record<string, string> } = {},
+  extra: { inspectorPort?: number; vars?: Record<string, string>; localTraces?: boolean } = {},
 ): Promise<T> {
   // Latency 0 at the host; parts that need latency ask for it per request (`sim+latency:1000`).
   // The in-flight cap is lifted so that C = 1,024 episodes can all be generating at once.
@@ -22,6 +22,7 @@ export function withBenchStack<T>(
     sim: { latency: { ttftMs: 0, msPerToken: 0, msPerPromptToken: 0 } },
     vars: { MAX_INFLIGHT_GENERATIONS: "4096", HEARTBEAT_S: "30", ...extra.vars },
     ...(extra.inspectorPort ? { inspectorPort: extra.inspectorPort } : {}),
+    ...(extra.localTraces !== undefined ? { localTraces: extra.localTraces } : {}),
   };
   return withStack(options, (stack) => {
     const simulator = stack.simulator;

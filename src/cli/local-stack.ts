@@ -23,6 +23,8 @@ export interface LocalStackOptions {
   inspectorPort?: number;
   /** Receives wrangler's output lines (default: dropped). */
   log?: (line: string) => void;
+  /** Keep wrangler's local trace of every call (default: off; see `startWorker`). */
+  localTraces?: boolean;
 }
 
 /** One token per role, plus one with every role, kept with the local state they guard. */
@@ -156,6 +158,13 @@ export async function startWorker(options: {
   log?: (line: string) => void;
   /** Where V8's inspector listens, for profiling; a free port by default. */
   inspectorPort?: number;
+  /**
+   * wrangler dev's local observability: every storage statement, fetch and RPC of the Worker
+   * becomes a span, sent to a collector in the same workerd and written to a trace database.
+   * That costs several times what the calls themselves do (BENCHMARKS.md), so edgeroll's
+   * local stack leaves it off unless asked, or unless X_LOCAL_OBSERVABILITY says otherwise.
+   */
+  localTraces?: boolean;
 }): Promise<ChildProcess> {
   const vars = Object.entries({
     INFERENCE_BASE_URL: options.inferenceUrl,
@@ -174,10 +183,15 @@ export async function startWorker(options: {
     "--show-interactive-dev-session=false",
     ...vars,
   );
+  const localTraces =
+    options.localTraces === undefined
+      ? (process.env.X_LOCAL_OBSERVABILITY ?? "false")
+      : String(options.localTraces);
   const child = spawn(command, args, {
     cwd: PROJECT_ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, X_LOCAL_OBSERVABILITY: localTraces },
   });
   const output: string[] = [];
   for (const stream of [child.stdout, child.stderr]) {
@@ -238,6 +252,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       vars: { API_TOKENS: apiTokensVar(tokens), ...options.vars },
       ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
       ...(options.log ? { log: options.log } : {}),
+      ...(options.localTraces !== undefined ? { localTraces: options.localTraces } : {}),
     });
   } catch (error) {
     await simulator?.close();
