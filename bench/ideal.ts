@@ -27,7 +27,7 @@ const LATENCY_MS = 1000;
 const MODEL = `sim+latency:${LATENCY_MS}`;
 
 /** Least-squares slope of y against x; NaN (reported as no figure) without two points. */
-function slope(points: readonly [number, number][]): number {
+export function slope(points: readonly [number, number][]): number {
   const n = points.length;
   if (n < 2) return Number.NaN;
   const mx = points.reduce((s, [x]) => s + x, 0) / n;

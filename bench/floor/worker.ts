@@ -1,0 +1,176 @@
+/**
+ * The floor under an edgeroll turn (bench/floor.ts): one Durable Object per group of 8
+ * episodes, and per turn exactly the platform calls a turn of the pipeline makes — a streamed
+ * completion fetched from the host under a deadline, the statements that record it in a shared
+ * write turn, a step on an `RpcTarget` session of a service, and the statements that record the
+ * step in another write turn. None of edgeroll's own work (limiter, validation, scoring, landing,
+ * restarts): whatever the pipeline loses beyond this Worker is edgeroll's, the rest is the
+ * platform's.
+ */
+import { DurableObject, RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
+
+interface Message {
+  role: string;
+  content: string;
+}
+
+interface FloorEnv {
+  GROUP: DurableObjectNamespace<FloorGroup>;
+  STEPPER: Service<FloorStepper>;
+}
+
+const GROUP_SIZE = 8;
+const REPLY = "The road goes on. ".repeat(12).slice(0, 200);
+
+class FloorSession extends RpcTarget {
+  /** What `marathon` does: reply to every action with 200 characters. */
+  step(messages: Message[]): { messages: Message[] } {
+    const turn = messages.filter((m) => m.role === "assistant").length;
+    return { messages: [{ role: "user", content: `Turn ${turn}. ${REPLY}` }] };
+  }
+}
+
+export class FloorStepper extends WorkerEntrypoint {
+  session(): FloorSession {
+    return new FloorSession();
+  }
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS episodes (idx INTEGER PRIMARY KEY, state TEXT, turns INTEGER,
+  response_text TEXT);
+CREATE TABLE IF NOT EXISTS messages (idx INTEGER NOT NULL, seq INTEGER NOT NULL, turn INTEGER,
+  sampled INTEGER NOT NULL, message TEXT NOT NULL, prompt_tokens INTEGER,
+  completion_tokens INTEGER, finish_reason TEXT, latency_ms INTEGER, attempts INTEGER,
+  truncated INTEGER, PRIMARY KEY (idx, seq));
+CREATE TABLE IF NOT EXISTS steps (idx INTEGER NOT NULL, turn INTEGER NOT NULL,
+  metadata TEXT NOT NULL, PRIMARY KEY (idx, turn));
+CREATE TABLE IF NOT EXISTS generations (idx INTEGER PRIMARY KEY, state TEXT NOT NULL,
+  sent_at INTEGER, deadline_at INTEGER);`;
+
+export class FloorGroup extends DurableObject<FloorEnv> {
+  private readonly sql = this.ctx.storage.sql;
+  private nextWriteTurn: Promise<void> | null = null;
+
+  private writeTurn(): Promise<void> {
+    this.nextWriteTurn ??= new Promise<void>((resolve) =>
+      setTimeout(() => {
+        this.nextWriteTurn = null;
+        resolve();
+      }, 0),
+    );
+    return this.nextWriteTurn;
+  }
+
+  private append(idx: number, seq: number, turn: number, message: Message, sampled: boolean) {
+    this.sql.exec(
+      `INSERT INTO messages (idx, seq, turn, sampled, message, prompt_tokens, completion_tokens,
+         finish_reason, latency_ms, attempts, truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      idx,
+      seq,
+      turn,
+      sampled ? 1 : 0,
+      JSON.stringify(message),
+      10,
+      4,
+      "stop",
+      5,
+      1,
+      null,
+    );
+  }
+
+  /** Plays the group's episodes to the end, then deletes its storage as a landed group does. */
+  async play(turns: number, url: string, model: string): Promise<void> {
+    this.sql.exec(SCHEMA);
+    await Promise.all(
+      Array.from({ length: GROUP_SIZE }, (_, idx) => this.episode(idx, turns, url, model)),
+    );
+    await this.ctx.storage.deleteAll();
+  }
+
+  private async episode(idx: number, turns: number, url: string, model: string): Promise<void> {
+    using session = await this.env.STEPPER.session();
+    const transcript: Message[] = [{ role: "user", content: "Go." }];
+    this.sql.exec("INSERT INTO episodes VALUES (?, 'generating', 0, '')", idx);
+    this.append(idx, 0, 0, transcript[0] as Message, false);
+    for (let turn = 0; turn < turns; turn++) {
+      const now = Date.now();
+      this.sql.exec(
+        "INSERT OR REPLACE INTO generations (idx, state, sent_at, deadline_at) VALUES (?, 'sent', ?, ?)",
+        idx,
+        now,
+        now + 600_000,
+      );
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(), 600_000);
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model,
+          messages: transcript,
+          stream: true,
+          max_completion_tokens: 16,
+          seed: idx * 1000 + turn,
+        }),
+        signal: deadline.signal,
+      });
+      const body = await response.text();
+      clearTimeout(timer);
+      let content = "";
+      for (const line of body.split("\n")) {
+        if (line.startsWith("data: {"))
+          content += JSON.parse(line.slice(6)).choices?.[0]?.delta?.content ?? "";
+      }
+      const action = { role: "assistant", content };
+      await this.writeTurn();
+      this.ctx.storage.transactionSync(() => {
+        this.append(idx, transcript.length, turn, action, true);
+        this.sql.exec("DELETE FROM generations WHERE idx = ?", idx);
+        this.sql.exec(
+          "UPDATE episodes SET state = 'stepping', turns = ? WHERE idx = ?",
+          turn + 1,
+          idx,
+        );
+      });
+      transcript.push(action);
+      const step = await session.step(transcript);
+      await this.writeTurn();
+      this.ctx.storage.transactionSync(() => {
+        for (const [i, message] of step.messages.entries())
+          this.append(idx, transcript.length + i, turn, message, false);
+        this.sql.exec(
+          "INSERT OR REPLACE INTO steps (idx, turn, metadata) VALUES (?, ?, '{}')",
+          idx,
+          turn,
+        );
+        this.sql.exec(
+          "UPDATE episodes SET response_text = ?, state = 'generating' WHERE idx = ?",
+          content,
+          idx,
+        );
+      });
+      transcript.push(...step.messages);
+    }
+  }
+}
+
+export default {
+  /** `/?groups=G&turns=T&url=U&model=M`: plays G groups of 8 to the end. */
+  async fetch(request: Request, env: FloorEnv): Promise<Response> {
+    const query = new URL(request.url).searchParams;
+    const groups = Number(query.get("groups") ?? "0");
+    const run = crypto.randomUUID();
+    await Promise.all(
+      Array.from({ length: groups }, (_, i) =>
+        env.GROUP.get(env.GROUP.idFromName(`${run}-${i}`)).play(
+          Number(query.get("turns") ?? "12"),
+          query.get("url") ?? "",
+          query.get("model") ?? "sim",
+        ),
+      ),
+    );
+    return new Response("done");
+  },
+};
