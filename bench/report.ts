@@ -218,6 +218,7 @@ Stored bytes per turn stay flat, so storage grows linearly with the transcript (
 
 - \`npm run bench\`: everything above (under 10 minutes); rewrites this file and bench/results.json.
 - \`npm run bench -- --quick\`: a reduced run in under 90 s, printed only (CI runs it).
+- \`npm run bench:floor\`: the C = 1,024 run alternated with a Worker that makes only a turn's platform calls, in fresh processes (notes below).
 
 ${NOTES_MARKER}${notes}`;
   writeFileSync(path, text);
