@@ -76,7 +76,8 @@ export class Lander extends DurableObject<Env> implements LanderApi {
 
   private async writeBatch(): Promise<void> {
     this.writing = true;
-    const take = groupsForCommit(this.queue.map((p) => payloadChars(p.payload)));
+    const waiting = this.queue.slice(0, GROUPS_PER_COMMIT);
+    const take = groupsForCommit(waiting.map((p) => payloadChars(p.payload)));
     const batch = this.queue.splice(0, take);
     const statements = landingStatements(
       this.env.DB,
