@@ -5,7 +5,8 @@
  * write turn, a step on an `RpcTarget` session of a service, and the statements that record the
  * step in another write turn. None of edgeroll's own work (limiter, validation, scoring, landing,
  * restarts): whatever the pipeline loses beyond this Worker is edgeroll's, the rest is the
- * platform's.
+ * platform's. The schema and statements are copies of src/rollout/group-store.ts's, on purpose:
+ * the floor imports nothing of edgeroll, so none of its work can hide in here.
  */
 import { DurableObject, RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
 
