@@ -5,13 +5,12 @@
  * fetch, a step on an RpcTarget session, the same statements in shared write turns) and none
  * of edgeroll's own work. Same simulator, 1 s per generation, same steady-state window.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { freePort, stopProcessGroup, wranglerCommand } from "../src/cli/local-stack";
+import { freePort, startWorker, stopProcessGroup } from "../src/cli/local-stack";
 import { startSimulator } from "../src/sim/server";
-import { measureIdeal, slope } from "./ideal";
+import { measureIdeal, steadyTurnsPerS } from "./ideal";
 import { rssSampler, workerdCpuMs } from "./proc";
 import { withBenchStack } from "./stack";
 
@@ -28,41 +27,6 @@ interface Point {
   peakRssMb: number;
 }
 
-async function startFloorWorker(port: number, state: string): Promise<ChildProcess> {
-  const [command, args] = wranglerCommand(
-    "dev",
-    "--config",
-    join(ROOT, "bench/floor/wrangler.toml"),
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--inspector-port",
-    String(await freePort()),
-    "--persist-to",
-    state,
-    "--show-interactive-dev-session=false",
-  );
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    detached: true,
-    stdio: "ignore",
-    // As edgeroll's local stack runs wrangler: without its per-call trace collector.
-    env: { ...process.env, X_LOCAL_OBSERVABILITY: "false" },
-  });
-  const until = Date.now() + 90_000;
-  while (Date.now() < until) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/`)).ok) return child;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  await stopProcessGroup(child);
-  throw new Error("the floor Worker did not start within 90 s");
-}
-
 async function measureFloor(): Promise<Point> {
   const simulator = await startSimulator({
     port: 0,
@@ -70,7 +34,13 @@ async function measureFloor(): Promise<Point> {
   });
   const state = mkdtempSync(join(tmpdir(), "edgeroll-floor-"));
   const port = await freePort();
-  const worker = await startFloorWorker(port, state);
+  // Started as edgeroll's local stack starts its Worker, local traces off included.
+  const worker = await startWorker({
+    persistTo: state,
+    port,
+    inferenceUrl: simulator.url,
+    configPath: join(ROOT, "bench/floor/wrangler.toml"),
+  });
   const pgid = worker.pid as number;
   try {
     const rss = rssSampler(pgid);
@@ -79,20 +49,15 @@ async function measureFloor(): Promise<Point> {
     const samples: [number, number][] = [];
     const sampler = setInterval(() => samples.push([Date.now(), requests()]), 250);
     const started = Date.now();
-    const url = `${simulator.url}/chat/completions`;
     const response = await fetch(
-      `http://127.0.0.1:${port}/?groups=${CONCURRENCY / 8}&turns=${TURNS}&model=${encodeURIComponent(MODEL)}&url=${encodeURIComponent(url)}`,
+      `http://127.0.0.1:${port}/?groups=${CONCURRENCY / 8}&turns=${TURNS}&model=${encodeURIComponent(MODEL)}`,
     );
     if (!response.ok) throw new Error(`the floor run failed: ${await response.text()}`);
     clearInterval(sampler);
     const seconds = (Date.now() - started) / 1000;
     const turns = requests();
-    // The same window as bench/ideal.ts: 1 s after the start to 2 s before the end.
-    const from = (samples[0]?.[0] ?? 0) + 1000;
-    const to = (samples.at(-1)?.[0] ?? 0) - 2000;
-    const rate = slope(samples.filter(([t]) => t >= from && t <= to)) * 1000;
     return {
-      ratio: rate / CONCURRENCY,
+      ratio: steadyTurnsPerS(samples) / CONCURRENCY,
       endToEndRatio: TURNS / seconds,
       cpuMsPerTurn: (workerdCpuMs(pgid) - cpuBefore) / turns,
       peakRssMb: rss.stop(),

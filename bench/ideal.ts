@@ -27,7 +27,7 @@ const LATENCY_MS = 1000;
 const MODEL = `sim+latency:${LATENCY_MS}`;
 
 /** Least-squares slope of y against x; NaN (reported as no figure) without two points. */
-export function slope(points: readonly [number, number][]): number {
+function slope(points: readonly [number, number][]): number {
   const n = points.length;
   if (n < 2) return Number.NaN;
   const mx = points.reduce((s, [x]) => s + x, 0) / n;
@@ -35,6 +35,19 @@ export function slope(points: readonly [number, number][]): number {
   const sxy = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
   const sxx = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
   return sxx === 0 ? Number.NaN : sxy / sxx;
+}
+
+/**
+ * Turns per second in steady state, from (time, turns so far) samples taken while the episodes
+ * run: from 1 s after every group started until 2 s before the last ended (the first and last
+ * turns are start-up and finishing). The rate is the least-squares slope of turns against time
+ * there: episodes move in step, so counts rise in stairs, and two endpoints alone would catch
+ * one stair more or less.
+ */
+export function steadyTurnsPerS(samples: readonly [number, number][]): number {
+  const from = (samples[0]?.[0] ?? 0) + 1000;
+  const to = (samples.at(-1)?.[0] ?? 0) - 2000;
+  return slope(samples.filter(([t]) => t >= from && t <= to)) * 1000;
 }
 
 export async function measureIdeal(
@@ -77,13 +90,7 @@ export async function measureIdeal(
   const workerdCores = (workerdCpuMs(bench.pgid) - cpuBefore) / 1000 / seconds;
   const peakRssMb = rss.stop();
 
-  // Steady state: from 1 s after every group started until 2 s before the last landed (the
-  // first and last turns are start-up and finishing). The rate is the least-squares slope of
-  // turns against time there: episodes move in step, so counts rise in stairs, and two
-  // endpoints alone would catch one stair more or less.
-  const from = (samples[0]?.[0] ?? 0) + 1000;
-  const to = (samples.at(-1)?.[0] ?? 0) - 2000;
-  const steadyRate = slope(samples.filter(([t]) => t >= from && t <= to)) * 1000;
+  const steadyRate = steadyTurnsPerS(samples);
   const stats = (await (await fetch(new URL("/sim/stats", bench.stack.inferenceUrl))).json()) as {
     turnOverheadMs: { p50: number | null; p99: number | null };
   };

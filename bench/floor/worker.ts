@@ -18,6 +18,8 @@ interface Message {
 interface FloorEnv {
   GROUP: DurableObjectNamespace<FloorGroup>;
   STEPPER: Service<FloorStepper>;
+  /** Set by the local stack's `startWorker`, as for edgeroll's Worker. */
+  INFERENCE_BASE_URL: string;
 }
 
 const GROUP_SIZE = 8;
@@ -158,7 +160,7 @@ export class FloorGroup extends DurableObject<FloorEnv> {
 }
 
 export default {
-  /** `/?groups=G&turns=T&url=U&model=M`: plays G groups of 8 to the end. */
+  /** `/?groups=G&turns=T&model=M`: plays G groups of 8 to the end (none: a health check). */
   async fetch(request: Request, env: FloorEnv): Promise<Response> {
     const query = new URL(request.url).searchParams;
     const groups = Number(query.get("groups") ?? "0");
@@ -167,7 +169,7 @@ export default {
       Array.from({ length: groups }, (_, i) =>
         env.GROUP.get(env.GROUP.idFromName(`${run}-${i}`)).play(
           Number(query.get("turns") ?? "12"),
-          query.get("url") ?? "",
+          `${env.INFERENCE_BASE_URL}/chat/completions`,
           query.get("model") ?? "sim",
         ),
       ),

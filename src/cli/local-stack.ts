@@ -158,6 +158,8 @@ export async function startWorker(options: {
   log?: (line: string) => void;
   /** Where V8's inspector listens, for profiling; a free port by default. */
   inspectorPort?: number;
+  /** Another Worker's wrangler.toml (the bench's floor Worker); edgeroll's own by default. */
+  configPath?: string;
   /**
    * wrangler dev's local observability: every storage statement, fetch and RPC of the Worker
    * becomes a span, sent to a collector in the same workerd and written to a trace database.
@@ -172,6 +174,7 @@ export async function startWorker(options: {
   }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const [command, args] = wranglerCommand(
     "dev",
+    ...(options.configPath ? ["--config", options.configPath] : []),
     "--ip",
     "127.0.0.1",
     "--port",
