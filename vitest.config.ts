@@ -21,6 +21,10 @@ export default defineConfig({
         plugins: [
           cloudflareTest(async ({ inject }) => ({
             wrangler: { configPath: "./wrangler.toml" },
+            // workerd's verbose log prints every error it catches for a caller, with native
+            // stacks: here, mostly the connections the fault tests break on purpose. Failures
+            // reach the tests either way; EDGEROLL_WORKERD_VERBOSE=1 prints the log again.
+            verbose: process.env.EDGEROLL_WORKERD_VERBOSE === "1",
             miniflare: {
               bindings: {
                 INFERENCE_BASE_URL: inject("inferenceUrl"),

@@ -99,7 +99,8 @@ async function measure(runId: string, count: number): Promise<string> {
   // Landing: every group lands at once, as many finishing groups would, through the lander.
   const lander = env.LANDER.get(env.LANDER.idFromName("global")) as unknown as LanderApi;
   const landStart = performance.now();
-  await Promise.all(rows.map((r) => lander.land(r)));
+  const outcomes = await Promise.all(rows.map((r) => lander.land(r)));
+  expect(outcomes.filter((o) => !o.ok)).toEqual([]);
   const landSeconds = (performance.now() - landStart) / 1000;
 
   // Serving: trainers lease whole groups with their transcripts and ack them, until none is left.

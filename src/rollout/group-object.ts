@@ -249,7 +249,8 @@ export class RolloutGroup extends DurableObject<Env> {
         const lander = this.env.LANDER.get(
           this.env.LANDER.idFromName("global"),
         ) as unknown as LanderApi;
-        await lander.land(payload);
+        const landed = await lander.land(payload);
+        if (!landed.ok) throw new Error(landed.error);
       }
     } catch (error) {
       // The transcripts stay here until D1 has confirmed the landing.

@@ -20,15 +20,22 @@ import {
 interface Pending {
   payload: LandingPayload;
   /** Set once the rows are written (or refused). */
-  outcome: { ok: true } | { ok: false; error: string } | null;
+  outcome: LandingOutcome | null;
   /** Wakes the caller: its rows were written, or it is its turn to write a batch. */
   wake: () => void;
   woken: Promise<void>;
 }
 
-/** What a group object calls. (Workers' RPC types cannot express our `unknown` JSON fields.) */
+/** Whether D1 committed a group's rows; a refusal carries D1's message. */
+export type LandingOutcome = { ok: true } | { ok: false; error: string };
+
+/**
+ * What a group object calls. (Workers' RPC types cannot express our `unknown` JSON fields.)
+ * A refusal is an answer, not an exception: an exception thrown out of an RPC method is logged
+ * by the runtime as uncaught even when the caller handles it.
+ */
 export interface LanderApi {
-  land(payload: LandingPayload): Promise<void>;
+  land(payload: LandingPayload): Promise<LandingOutcome>;
 }
 
 /**
@@ -59,7 +66,7 @@ export class Lander extends DurableObject<Env> implements LanderApi {
   private writing = false;
 
   /** Lands one group's rows, together with whichever others are waiting. */
-  async land(payload: LandingPayload): Promise<void> {
+  async land(payload: LandingPayload): Promise<LandingOutcome> {
     let wake = () => {};
     const woken = new Promise<void>((resolve) => {
       wake = resolve;
@@ -69,9 +76,7 @@ export class Lander extends DurableObject<Env> implements LanderApi {
     if (this.writing) await pending.woken;
     // Each call writes at most one batch, so no call runs into D1's per-invocation query limit.
     if (pending.outcome === null) await this.writeBatch();
-    if (pending.outcome === null || !pending.outcome.ok) {
-      throw new Error(pending.outcome?.error ?? "landing did not happen");
-    }
+    return pending.outcome ?? { ok: false, error: "landing did not happen" };
   }
 
   private async writeBatch(): Promise<void> {
@@ -94,7 +99,7 @@ export class Lander extends DurableObject<Env> implements LanderApi {
           await commitGroup(this.env.DB, landingStatements(this.env.DB, [p.payload]));
           p.outcome = { ok: true };
         } catch (error) {
-          p.outcome = { ok: false, error: `D1: ${errorMessage(error)}` };
+          p.outcome = { ok: false, error: errorMessage(error) };
         }
       }
     } finally {

@@ -3,7 +3,7 @@
 // same results as one invocation per step, no environment state kept between steps, sessions
 // replaced after STEPS_PER_SESSION steps, and a broken session never failing a step.
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { StepSessionApi, StepWorkerApi } from "../../src/env-workers/step-worker";
 import { GuessNumber } from "../../src/environments/guess-number";
 import { registerEnvironment } from "../../src/environments/registry";
@@ -103,7 +103,9 @@ describe("an episode's step session", () => {
     }
   });
 
-  it("hands a step back to run on its own invocation when the session breaks", async () => {
+  it("hands a step back to run on its own invocation when the session breaks, and says so", async () => {
+    // The warning is what an operator sees in the Worker's logs; here it is asserted, not printed.
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     const { wrapped, counts } = countingWorker("broken");
     const session = new EpisodeStepSession(wrapped, request);
     expect(await session.step(transcriptAt(0), 5000)).toBe("retry_alone");
@@ -115,6 +117,11 @@ describe("an episode's step session", () => {
     expect(await session.step(transcriptAt(3), 5000)).toBe("retry_alone");
     expect(counts.sessions).toBe(3);
     session.close();
+    expect(warn).toHaveBeenCalledTimes(3);
+    expect(warn).toHaveBeenCalledWith(
+      expect.stringMatching(/^step session failed, stepping on its own invocation: /),
+    );
+    warn.mockRestore();
   });
 
   it("hands a step back, not a step timeout, when a session does not open in time", async () => {
