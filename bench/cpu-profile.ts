@@ -7,7 +7,7 @@
 import pMap from "p-map";
 import WebSocket from "ws";
 import { guessRequest } from "../reliability/harness";
-import { freePort } from "../src/cli/local-stack";
+import { freePort } from "../src/cli/ports";
 import { waitForRun, withBenchStack } from "./stack";
 
 interface CallFrame {

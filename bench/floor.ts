@@ -8,7 +8,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { freePort, startWorker, stopProcessGroup } from "../src/cli/local-stack";
+import { startWorker, stopProcessGroup } from "../src/cli/local-stack";
+import { freePort } from "../src/cli/ports";
 import { startSimulator } from "../src/sim/server";
 import { measureIdeal, steadyTurnsPerS } from "./ideal";
 import { rssSampler, workerdCpuMs } from "./proc";

@@ -9,14 +9,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pMap from "p-map";
-import {
-  apiTokensVar,
-  applyMigrations,
-  freePort,
-  localTokens,
-  startWorker,
-  stopProcessGroup,
-} from "../src/cli/local-stack";
+import { applyMigrations, startWorker, stopProcessGroup } from "../src/cli/local-stack";
+import { apiTokensVar, localTokens } from "../src/cli/local-tokens";
+import { freePort } from "../src/cli/ports";
 import { runSql } from "../src/cli/sql";
 import { EdgerollClient, type GroupView } from "../src/client/edgeroll-client";
 import { startSimulator } from "../src/sim/server";
@@ -43,7 +38,8 @@ const worker = {
   port,
   inferenceUrl: simulator.url,
   // Wake quickly after a restart, and allow the re-dispatches many kills will cause.
-  vars: { API_TOKENS: apiTokensVar(tokens), HEARTBEAT_S: "1", MAX_REDISPATCHES: "20" },
+  vars: { HEARTBEAT_S: "1", MAX_REDISPATCHES: "20" },
+  secrets: { API_TOKENS: apiTokensVar(tokens) },
 };
 const client = new EdgerollClient({
   baseUrl: `http://127.0.0.1:${port}`,

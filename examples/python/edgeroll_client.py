@@ -5,17 +5,43 @@
         for group in batch.groups:
             ...  # compute the loss
     # leaving the block acks the batch; an exception releases it instead
+
+The bearer token is found as the CLI finds it: the `token` argument, else EDGEROLL_TOKEN, else,
+for a Worker on this machine, the token file of a local stack (`npm run dev`) in
+.wrangler/state, else none.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator
+
+DEFAULT_URL = "http://127.0.0.1:8787"
+LOCAL_TOKENS_FILE = "edgeroll-tokens.json"
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+# This file's checkout, for when the script runs from somewhere else.
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def discover_token(base_url: str) -> str | None:
+    """EDGEROLL_TOKEN, else a local stack's token (only for a local URL), else None."""
+    if os.environ.get("EDGEROLL_TOKEN"):
+        return os.environ["EDGEROLL_TOKEN"]
+    if urllib.parse.urlsplit(base_url).hostname not in _LOOPBACK:
+        return None  # a local stack's token is never sent to a deployment
+    for root in (Path.cwd(), _CHECKOUT):
+        file = root / ".wrangler" / "state" / LOCAL_TOKENS_FILE
+        if file.is_file():
+            return json.loads(file.read_text())["admin"]
+    return None
 
 
 class EdgerollError(Exception):
@@ -39,9 +65,9 @@ class Batch:
 
 
 class EdgerollClient:
-    def __init__(self, base_url: str, token: str | None = None, timeout: float = 60.0):
-        self.base_url = base_url.rstrip("/")
-        self.token = token
+    def __init__(self, base_url: str | None = None, token: str | None = None, timeout: float = 60.0):
+        self.base_url = (base_url or os.environ.get("EDGEROLL_URL") or DEFAULT_URL).rstrip("/")
+        self.token = token if token is not None else discover_token(self.base_url)
         self.timeout = timeout
 
     def _request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:

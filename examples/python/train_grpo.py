@@ -2,6 +2,8 @@
 where the loss goes. No ML framework here; the comments mark what a real trainer does.
 
     python3 examples/python/train_grpo.py --url http://127.0.0.1:8787 --steps 3 --max-groups 4
+
+The token is found as edgeroll_client.discover_token says (EDGEROLL_TOKEN, or a local stack's).
 """
 
 from __future__ import annotations
@@ -9,8 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import urllib.error
 
-from edgeroll_client import EdgerollClient
+from edgeroll_client import EdgerollClient, EdgerollError
 
 
 def sampled_turns(episode: dict) -> list[dict]:
@@ -37,8 +40,8 @@ def grpo_loss(groups: list[dict]) -> tuple[float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default="http://127.0.0.1:8787")
-    parser.add_argument("--token", default=None)
+    parser.add_argument("--url", default=None, help="the Worker (default: EDGEROLL_URL, else :8787)")
+    parser.add_argument("--token", default=None, help="bearer token (default: discovered)")
     parser.add_argument("--run", default=None, help="only this run_id")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-groups", type=int, default=4)
@@ -77,4 +80,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except EdgerollError as error:  # the API's own message names the problem
+        hint = " (set EDGEROLL_TOKEN or pass --token)" if error.status in (401, 403) else ""
+        sys.exit(f"train_grpo: {error}{hint}")
+    except urllib.error.URLError as error:
+        sys.exit(f"train_grpo: nothing answered ({error.reason}): is edgeroll running? (npm run dev)")

@@ -14,6 +14,11 @@ import { utf8Body } from "./utf8-body";
 /** Requests carry one example and its settings; anything larger is a mistake or an attack. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/** A producer follows what it starts: the `status_url` it was handed, and its run's progress. */
+const FOLLOWED_PATHS = /^\/v1\/(groups|runs)\/[^/]+$/;
+const readers = authorize("reader");
+const followers = authorize("reader", "producer");
+
 export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .use(
     bodyLimit({
@@ -27,7 +32,7 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   // Who may do what: producers start groups, trainers take batches, readers read.
   .on("POST", "/v1/groups", authorize("producer"))
   .use("/v1/batches/*", authorize("trainer"))
-  .on("GET", "/v1/*", authorize("reader"))
+  .on("GET", "/v1/*", (c, next) => (FOLLOWED_PATHS.test(c.req.path) ? followers : readers)(c, next))
   .on("GET", ["/", "/groups/*", "/episodes/*"], tokenFromQuery, authorize("reader"))
   .get("/healthz", (c) => c.json({ ok: true }))
   .get("/v1/environments", (c) => c.json({ environments: environmentNames() }))

@@ -1,7 +1,7 @@
 /**
  * Bearer tokens by role, from the secret API_TOKENS: `{"<token>": ["producer", "reader"], ...}`.
- * `producer` starts groups, `trainer` leases, acks and releases, `reader` reads (API and
- * dashboard). Tokens are compared in constant time, as SHA-256 digests. With no tokens
+ * `producer` starts groups and follows them (a group's status, its run's progress), `trainer`
+ * leases, acks and releases, `reader` reads (API and dashboard). Tokens are compared in constant time, as SHA-256 digests. With no tokens
  * configured, only local requests are served: the Worker never runs open on the internet.
  */
 import type { Context, MiddlewareHandler } from "hono";
@@ -76,9 +76,9 @@ function presentedToken(c: Context): string | null {
   return getCookie(c, COOKIE) ?? null;
 }
 
-/** Requires `role`; sets the caller's principal for handlers that record who did what. */
+/** Requires one of `roles`; sets the caller's principal for handlers that record who did what. */
 export function authorize(
-  role: Role,
+  ...roles: [Role, ...Role[]]
 ): MiddlewareHandler<{ Bindings: Env; Variables: AuthVariables }> {
   return async (c, next) => {
     const all = await grants(c.env as { API_TOKENS?: string });
@@ -103,11 +103,12 @@ export function authorize(
     }
     const grant = await match(token, all);
     if (grant === null) throw new ApiError(401, "unauthorized", "unknown bearer token");
-    if (!grant.roles.includes(role)) {
+    if (!roles.some((role) => grant.roles.includes(role))) {
+      const wanted = roles.length === 1 ? `the ${roles[0]} role` : `a ${roles.join(" or ")} role`;
       throw new ApiError(
         403,
         "forbidden",
-        `this token lacks the ${role} role (it has: ${grant.roles.join(", ")})`,
+        `this token lacks ${wanted} (it has: ${grant.roles.join(", ")})`,
       );
     }
     c.set("principal", grant.principal);

@@ -12,9 +12,11 @@ import { EdgerollClient } from "../client/edgeroll-client";
 import type { TaskExample } from "../sdk";
 import { parseDatasetJsonl } from "../sdk";
 import { seededRandom } from "../sim/random";
-import { type LocalStack, portIsFree, startLocalStack } from "./local-stack";
+import { type LocalStack, startLocalStack } from "./local-stack";
+import { DEFAULT_STATE_DIR } from "./local-tokens";
+import { ensurePortsFree } from "./ports";
 import { COMPACT, JobProgressBar, summaryTable } from "./progress";
-import { CliError, PROJECT_ROOT, paths } from "./project";
+import { PROJECT_ROOT, paths, resolveStateDir } from "./project";
 import { type Job, runJob } from "./run-job";
 import { renderTable, runSql } from "./sql";
 
@@ -155,20 +157,28 @@ function printSql(persistTo: string, runId: string): void {
   console.log(renderTable(failures));
 }
 
+/** The `npm run dev` that serves this demo's state on this demo's port again. */
+function devCommand(flags: DemoFlags): string {
+  const args = [
+    ...(flags.port === "8787" ? [] : ["--port", flags.port]),
+    ...(resolveStateDir(flags.persistTo) === resolveStateDir(DEFAULT_STATE_DIR)
+      ? []
+      : ["--persist-to", flags.persistTo]),
+  ];
+  return args.length === 0 ? "npm run dev" : `npm run dev -- ${args.join(" ")}`;
+}
+
 export async function demo(flags: DemoFlags): Promise<void> {
   const port = Number(flags.port);
   const simPort = Number(flags.simPort);
-  for (const [what, p, flag] of [
-    ["the Worker", port, "--port"],
-    ["the simulator", simPort, "--sim-port"],
-  ] as const) {
-    if (!(await portIsFree(p))) {
-      throw new CliError(
-        `port ${p} (${what}) is busy: stop what uses it, or run \`npm run demo -- ${flag} <another>\``,
-      );
-    }
-  }
-  const persistTo = join(PROJECT_ROOT, flags.persistTo);
+  await ensurePortsFree(
+    [
+      { port, what: "the Worker", flag: "--port" },
+      { port: simPort, what: "the simulator", flag: "--sim-port" },
+    ],
+    "npm run demo",
+  );
+  const persistTo = resolveStateDir(flags.persistTo);
   const runId = `demo-${new Date().toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-")}`;
   console.log(`edgeroll demo: run ${runId}`);
   console.log(
@@ -208,41 +218,12 @@ export async function demo(flags: DemoFlags): Promise<void> {
       console.log("Serving until Ctrl-C.");
       await new Promise(() => {});
     }
-    console.log("Stopping. To browse the dashboard later: `npm run dev`, then open the URL above.");
+    console.log(
+      `Stopping. To browse the dashboard later: \`${devCommand(flags)}\`, then open the URL above.`,
+    );
   } finally {
     process.removeListener("SIGINT", interrupted);
     process.removeListener("SIGTERM", interrupted);
     await stop();
   }
-}
-
-/** `npm run dev`: the simulator and the Worker on the local state, until Ctrl-C. */
-export async function dev(
-  flags: Omit<DemoFlags, "groups" | "keep"> & { inferenceUrl?: string },
-): Promise<void> {
-  const persistTo = join(PROJECT_ROOT, flags.persistTo);
-  for (const p of [Number(flags.port), ...(flags.inferenceUrl ? [] : [Number(flags.simPort)])]) {
-    if (!(await portIsFree(p)))
-      throw new CliError(`port ${p} is busy: stop what uses it, or pass another port`);
-  }
-  const stack = await startLocalStack({
-    persistTo,
-    apiPort: Number(flags.port),
-    ...(flags.inferenceUrl
-      ? { inferenceUrl: flags.inferenceUrl }
-      : {
-          sim: {
-            port: Number(flags.simPort),
-            latency: { ttftMs: 40, msPerToken: 3, msPerPromptToken: 0.01 },
-          },
-        }),
-  });
-  console.log(
-    `edgeroll is up: API and dashboard on ${stack.apiUrl}, inference on ${stack.inferenceUrl} (Ctrl-C stops both)`,
-  );
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", () => resolve());
-    process.once("SIGTERM", () => resolve());
-  });
-  await stack.stop();
 }

@@ -4,12 +4,13 @@
  * Used by `npm run demo`, the end-to-end tests and the crash tests.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Simulator, type SimulatorOptions, startSimulator } from "../sim/server";
+import { apiTokensVar, type LocalTokens, localTokens } from "./local-tokens";
+import { freePort } from "./ports";
 import { CliError, PROJECT_ROOT } from "./project";
+import { claimStateDir } from "./state-lock";
 
 export interface LocalStackOptions {
   /** Where D1 and the Durable Objects keep their state (wrangler's --persist-to). */
@@ -20,44 +21,13 @@ export interface LocalStackOptions {
   inferenceUrl?: string;
   /** Extra Worker vars, e.g. { MAX_INFLIGHT_GENERATIONS: "512" }. */
   vars?: Record<string, string>;
+  /** Extra Worker secrets, e.g. { INFERENCE_API_KEY: "..." }; API_TOKENS is the stack's own. */
+  secrets?: Record<string, string>;
   inspectorPort?: number;
   /** Receives wrangler's output lines (default: dropped). */
   log?: (line: string) => void;
   /** Keep wrangler's local trace of every call (default: off; see `startWorker`). */
   localTraces?: boolean;
-}
-
-/** One token per role, plus one with every role, kept with the local state they guard. */
-export interface LocalTokens {
-  admin: string;
-  producer: string;
-  trainer: string;
-  reader: string;
-}
-
-/** The state directory's tokens, made on first use so every later run finds the same ones. */
-export function localTokens(persistTo: string): LocalTokens {
-  const file = join(persistTo, "edgeroll-tokens.json");
-  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as LocalTokens;
-  const make = (role: string) => `er-${role}-${randomBytes(18).toString("base64url")}`;
-  const tokens = {
-    admin: make("admin"),
-    producer: make("producer"),
-    trainer: make("trainer"),
-    reader: make("reader"),
-  };
-  mkdirSync(persistTo, { recursive: true });
-  writeFileSync(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
-  return tokens;
-}
-
-export function apiTokensVar(tokens: LocalTokens): string {
-  return JSON.stringify({
-    [tokens.admin]: ["producer", "trainer", "reader"],
-    [tokens.producer]: ["producer"],
-    [tokens.trainer]: ["trainer"],
-    [tokens.reader]: ["reader"],
-  });
 }
 
 export interface LocalStack {
@@ -82,25 +52,6 @@ export function wranglerCommand(...args: string[]): [string, string[]] {
     projectNode(),
     [join(PROJECT_ROOT, "node_modules", "wrangler", "bin", "wrangler.js"), ...args],
   ];
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-export async function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
 }
 
 /** Applies the D1 migrations to the local database under `persistTo`. */
@@ -149,12 +100,31 @@ async function waitForHealth(
   );
 }
 
+/**
+ * Writes the Worker's secrets where wrangler reads them (`--env-file`), readable by their owner
+ * only: on the command line (`--var`) every local user would see them in `ps`.
+ */
+function writeSecretsFile(persistTo: string, secrets: Record<string, string>): string {
+  const lines = Object.entries(secrets).map(([name, value]) => {
+    // Single quotes keep a dotenv value literal, JSON's double quotes included.
+    if (/['\n\r]/.test(value)) throw new CliError(`secret ${name} holds a quote or a line break`);
+    return `${name}='${value}'`;
+  });
+  mkdirSync(persistTo, { recursive: true });
+  const file = join(persistTo, "edgeroll-secrets.env");
+  writeFileSync(file, `${lines.join("\n")}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600); // a file written before keeps its mode otherwise
+  return file;
+}
+
 /** Starts `wrangler dev` on existing state; the crash tests restart it this way. */
 export async function startWorker(options: {
   persistTo: string;
   port: number;
   inferenceUrl: string;
   vars?: Record<string, string>;
+  /** Secrets such as API_TOKENS, handed over in a file rather than on the command line. */
+  secrets?: Record<string, string>;
   log?: (line: string) => void;
   /** Where V8's inspector listens, for profiling; a free port by default. */
   inspectorPort?: number;
@@ -184,6 +154,9 @@ export async function startWorker(options: {
     "--persist-to",
     options.persistTo,
     "--show-interactive-dev-session=false",
+    ...(options.secrets
+      ? ["--env-file", writeSecretsFile(options.persistTo, options.secrets)]
+      : []),
     ...vars,
   );
   const localTraces =
@@ -241,28 +214,33 @@ export async function stopProcessGroup(
 }
 
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
-  applyMigrations(options.persistTo);
-  const simulator = options.inferenceUrl ? null : await startSimulator({ port: 0, ...options.sim });
-  const inferenceUrl = options.inferenceUrl ?? (simulator as Simulator).url;
   const port = options.apiPort ?? (await freePort());
-  const tokens = localTokens(options.persistTo);
+  const apiUrl = `http://127.0.0.1:${port}`;
+  const release = claimStateDir(options.persistTo, apiUrl);
+  let simulator: Simulator | null = null;
   let wrangler: ChildProcess;
+  const tokens = localTokens(options.persistTo);
   try {
+    applyMigrations(options.persistTo);
+    simulator = options.inferenceUrl ? null : await startSimulator({ port: 0, ...options.sim });
     wrangler = await startWorker({
       persistTo: options.persistTo,
       port,
-      inferenceUrl,
-      vars: { API_TOKENS: apiTokensVar(tokens), ...options.vars },
+      inferenceUrl: options.inferenceUrl ?? (simulator as Simulator).url,
+      secrets: { API_TOKENS: apiTokensVar(tokens), ...options.secrets },
+      ...(options.vars ? { vars: options.vars } : {}),
       ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
       ...(options.log ? { log: options.log } : {}),
       ...(options.localTraces !== undefined ? { localTraces: options.localTraces } : {}),
     });
   } catch (error) {
     await simulator?.close();
+    release();
     throw error;
   }
+  const inferenceUrl = options.inferenceUrl ?? (simulator as Simulator).url;
   return {
-    apiUrl: `http://127.0.0.1:${port}`,
+    apiUrl,
     persistTo: options.persistTo,
     tokens,
     inferenceUrl,
@@ -271,6 +249,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     async stop() {
       await stopProcessGroup(wrangler);
       await simulator?.close();
+      release();
     },
   };
 }

@@ -1,17 +1,21 @@
 /** `edgeroll` command line: one subcommand per job, each in its own module. */
 import { Command } from "commander";
-import { demo, dev } from "./demo";
+import { DEFAULT_URL } from "./api-client";
+import { describeError } from "./cli-errors";
+import { demo } from "./demo";
+import { dev } from "./dev";
 import { envCheck } from "./env-check";
 import { envNew } from "./env-new";
 import { CliError } from "./project";
 import { run } from "./run";
 import { sim } from "./sim";
 import { sql } from "./sql";
+import { printToken } from "./token-command";
 import { ack, exportRun, pull, release } from "./trainer-commands";
 
-const program = new Command("edgeroll").description(
-  "Multi-turn RL rollouts for LLMs on Cloudflare Workers",
-);
+const program = new Command("edgeroll")
+  .description("Multi-turn RL rollouts for LLMs on Cloudflare Workers")
+  .option("--verbose", "print the stack trace of an error");
 
 const env = program.command("env").description("author and validate environments");
 
@@ -54,11 +58,17 @@ program
   .option("--reset-rate <p>", "share of connections dropped", "0")
   .action(sim);
 
-const DEFAULT_URL = process.env.EDGEROLL_URL ?? "http://127.0.0.1:8787";
 const withApi = (command: Command) =>
   command
-    .option("--url <url>", "the edgeroll Worker (env EDGEROLL_URL)", DEFAULT_URL)
-    .option("--token <token>", "bearer token (env EDGEROLL_TOKEN)", process.env.EDGEROLL_TOKEN);
+    .option(
+      "--url <url>",
+      "the edgeroll Worker (env EDGEROLL_URL)",
+      process.env.EDGEROLL_URL ?? DEFAULT_URL,
+    )
+    .option(
+      "--token <token>",
+      "bearer token (default: env EDGEROLL_TOKEN, else the local stack's, for a local --url)",
+    );
 
 program
   .command("demo")
@@ -85,7 +95,10 @@ withApi(program.command("run"))
   .requiredOption("--dataset <file.jsonl>", "task examples, one per line")
   .requiredOption("--group-size <n>", "episodes per group")
   .option("--concurrency <n>", "groups in flight at once", "8")
-  .option("--run <id>", "run id (default: <env>-<dataset name>)")
+  .option(
+    "--run <id>",
+    "run id (default: the dataset's name, prefixed with the env unless it holds it)",
+  )
   .option("--model <name>", "model name on the inference host", "sim")
   .option("--temperature <t>", "sampling temperature", "1")
   .option("--max-completion-tokens <n>", "per action")
@@ -106,6 +119,7 @@ withApi(program.command("pull"))
   .option("--env <name>", "only this environment")
   .option("--lease-seconds <s>", "lease length (default 300)")
   .option("--include <list>", "messages, per_turn, sft", "messages,per_turn")
+  .option("--include-uniform", "also groups whose episodes all scored the same (no GRPO signal)")
   .option("--ack", "ack the batch once it is written")
   .option("--out <file.jsonl>", "append the groups here instead of printing them")
   .action(pull);
@@ -129,6 +143,15 @@ withApi(program.command("export"))
   .action(exportRun);
 
 program
+  .command("token")
+  .description(
+    'print a local stack\'s bearer token, e.g. curl -H "authorization: Bearer $(npx edgeroll token)"',
+  )
+  .option("--role <name>", "admin (every role), producer, trainer or reader", "admin")
+  .option("--persist-to <dir>", "local state directory", ".wrangler/state")
+  .action(printToken);
+
+program
   .command("sql")
   .description("run SQL on the episode logs (D1) and print a table; wraps wrangler d1 execute")
   .argument("<query>", 'e.g. "SELECT * FROM run_summary"')
@@ -140,7 +163,7 @@ program
 try {
   await program.parseAsync();
 } catch (error) {
-  if (!(error instanceof CliError)) throw error;
-  console.error(`edgeroll: ${error.message}`);
-  process.exitCode = 1;
+  for (const line of describeError(error, program.opts().verbose === true)) console.error(line);
+  // Other requests of a failed job may still be in flight: the command is over.
+  process.exit(1);
 }

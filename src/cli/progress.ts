@@ -1,13 +1,12 @@
 /** A live progress bar for jobs, and the summary table printed when they end. */
 import { SingleBar } from "cli-progress";
 import Table from "cli-table3";
-import { type JobProgress, meanReward } from "./run-job";
+import { episodesPerSecond, type JobProgress, meanReward } from "./run-job";
 
 function payload(progress: JobProgress) {
-  const seconds = Math.max((Date.now() - progress.startedAt) / 1000, 0.001);
   const reward = meanReward(progress);
   return {
-    eps: (progress.episodes / seconds).toFixed(1),
+    eps: episodesPerSecond(progress).toFixed(1),
     reward: reward === null ? "  -  " : reward.toFixed(3),
     failures: progress.failedEpisodes,
   };
@@ -52,7 +51,11 @@ export function summaryTable(title: string, progress: JobProgress): string {
     ],
     ["episodes", `${progress.episodes} (${progress.failedEpisodes} failed)`],
     ["mean reward", reward === null ? "-" : reward.toFixed(3)],
-    ["episodes/s", (progress.episodes / Math.max(seconds, 0.001)).toFixed(1)],
+    ["uniform groups", `${progress.uniformGroups} (every episode the same score)`],
+    [
+      "episodes/s",
+      `${episodesPerSecond(progress).toFixed(1)}${progress.resumed ? " (this run's groups only)" : ""}`,
+    ],
     ["elapsed", `${seconds.toFixed(1)} s`],
   );
   for (const [reason, count] of Object.entries(progress.failures).sort((a, b) => b[1] - a[1])) {

@@ -20,9 +20,12 @@ export interface Job {
 export interface JobProgress {
   total: number;
   done: number;
-  /** Groups this run found already started (a resumed run). */
+  /** Groups this run found already started (a resumed run), and their episodes. */
   resumed: number;
+  resumedEpisodes: number;
   failedGroups: number;
+  /** Landed groups whose scored episodes all have one score: no GRPO signal. */
+  uniformGroups: number;
   episodes: number;
   failedEpisodes: number;
   rewardSum: number;
@@ -36,7 +39,9 @@ export function emptyProgress(total: number): JobProgress {
     total,
     done: 0,
     resumed: 0,
+    resumedEpisodes: 0,
     failedGroups: 0,
+    uniformGroups: 0,
     episodes: 0,
     failedEpisodes: 0,
     rewardSum: 0,
@@ -55,8 +60,12 @@ export function idempotencyKey(
 
 function record(progress: JobProgress, group: GroupView, resumed: boolean): void {
   progress.done++;
-  if (resumed) progress.resumed++;
+  if (resumed) {
+    progress.resumed++;
+    progress.resumedEpisodes += group.episodes.length;
+  }
   if (group.status === "failed") progress.failedGroups++;
+  else if (group.uniform === true) progress.uniformGroups++;
   for (const episode of group.episodes) {
     progress.episodes++;
     if (episode.failure_reason) {
@@ -97,4 +106,10 @@ export async function runJob(
 
 export function meanReward(progress: JobProgress): number | null {
   return progress.scored > 0 ? progress.rewardSum / progress.scored : null;
+}
+
+/** Episodes per second that this run produced: groups found from an earlier run not counted. */
+export function episodesPerSecond(progress: JobProgress, now = Date.now()): number {
+  const seconds = Math.max((now - progress.startedAt) / 1000, 0.001);
+  return (progress.episodes - progress.resumedEpisodes) / seconds;
 }

@@ -1,12 +1,14 @@
 /** `edgeroll run`: one rollout group per dataset example, with progress, resumable. */
 import { existsSync, readFileSync } from "node:fs";
 import { basename, extname } from "node:path";
-import { EdgerollClient } from "../client/edgeroll-client";
 import { isRegisteredEnvironment } from "../environments/registry";
 import { parseDatasetJsonl } from "../sdk";
+import { parseModel } from "../sim/directives";
+import { PLAYERS } from "../sim/policies";
+import { apiClient } from "./api-client";
 import { JobProgressBar, summaryTable } from "./progress";
 import { CliError } from "./project";
-import { runJob } from "./run-job";
+import { type JobProgress, meanReward, runJob } from "./run-job";
 
 export interface RunFlags {
   env: string;
@@ -33,6 +35,31 @@ function int(flag: string, value: string, min: number, max: number): number {
   return n;
 }
 
+/** The dataset's name, prefixed with the environment's unless it already starts with it. */
+export function defaultRunId(env: string, dataset: string): string {
+  const name = basename(dataset, extname(dataset));
+  return name.startsWith(env) ? name : `${env}-${name}`;
+}
+
+/** What the summary table cannot say: why data may not reach a trainer, or score nothing. */
+export function runNotes(progress: JobProgress, env: string, model: string): string[] {
+  const notes: string[] = [];
+  const landed = progress.done - progress.failedGroups;
+  if (progress.uniformGroups > 0) {
+    notes.push(
+      `${progress.uniformGroups} of ${landed} landed groups are uniform (every episode scored the same): they carry no GRPO signal, so trainer leases skip them by default (skip_uniform_groups; \`edgeroll pull --include-uniform\` takes them).`,
+    );
+  }
+  const simulated = parseModel(model).name === "sim";
+  const reward = meanReward(progress);
+  if (simulated && !PLAYERS.some((p) => p.env === env) && (reward === null || reward === 0)) {
+    notes.push(
+      `The model is edgeroll's simulator, which plays only ${PLAYERS.map((p) => p.env).join(", ")} and environments whose prompts look like theirs; to other tasks it answers that it has no player. Teach it ${env} (README, "Simulating your own environment") or run against a real model: \`npm run dev -- --inference-url <url>\` and --model <name>.`,
+    );
+  }
+  return notes;
+}
+
 export async function run(flags: RunFlags): Promise<void> {
   if (!isRegisteredEnvironment(flags.env)) throw new CliError(`unknown environment "${flags.env}"`);
   if (!existsSync(flags.dataset)) throw new CliError(`no dataset at ${flags.dataset}`);
@@ -50,11 +77,8 @@ export async function run(flags: RunFlags): Promise<void> {
   if (flags.creditAssignment !== "per_episode" && flags.creditAssignment !== "per_turn") {
     throw new CliError(`--credit-assignment must be per_episode or per_turn`);
   }
-  const runId = flags.run ?? `${flags.env}-${basename(flags.dataset, extname(flags.dataset))}`;
-  const client = new EdgerollClient({
-    baseUrl: flags.url,
-    ...(flags.token ? { token: flags.token } : {}),
-  });
+  const runId = flags.run ?? defaultRunId(flags.env, flags.dataset);
+  const client = apiClient(flags);
   const job = {
     env: flags.env,
     examples: examples.slice(0, limit),
@@ -92,6 +116,7 @@ export async function run(flags: RunFlags): Promise<void> {
     const { progress } = await runJob(client, job, (p) => bar.update(p));
     bar.stop();
     console.log(summaryTable(`run ${runId}`, progress));
+    for (const note of runNotes(progress, flags.env, flags.model)) console.log(note);
   } finally {
     bar.stop();
   }

@@ -1,16 +1,7 @@
 /** `edgeroll pull | ack | release | export`: what a trainer's shell loop does, over the HTTP API. */
 import { appendFileSync, writeFileSync } from "node:fs";
-import { EdgerollClient } from "../client/edgeroll-client";
+import { type ApiFlags, apiClient } from "./api-client";
 import { CliError } from "./project";
-
-export interface ApiFlags {
-  url: string;
-  token?: string;
-}
-
-export function client(flags: ApiFlags): EdgerollClient {
-  return new EdgerollClient({ baseUrl: flags.url, ...(flags.token ? { token: flags.token } : {}) });
-}
 
 function positiveInt(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -27,6 +18,7 @@ export interface PullFlags extends ApiFlags {
   env?: string;
   leaseSeconds?: string;
   include: string;
+  includeUniform?: boolean;
   ack?: boolean;
   out?: string;
 }
@@ -38,17 +30,20 @@ export async function pull(flags: PullFlags): Promise<void> {
   const leaseSeconds = positiveInt("lease-seconds", flags.leaseSeconds);
   if (maxGroups === undefined && maxEpisodes === undefined)
     throw new CliError("give --max-groups, --max-episodes, or both");
-  const api = client(flags);
+  const api = apiClient(flags);
   const batch = await api.lease({
     ...(maxGroups === undefined ? {} : { max_groups: maxGroups }),
     ...(maxEpisodes === undefined ? {} : { max_episodes: maxEpisodes }),
     ...(flags.run ? { run_id: flags.run } : {}),
     ...(flags.env ? { env: flags.env } : {}),
     ...(leaseSeconds === undefined ? {} : { lease_seconds: leaseSeconds }),
+    ...(flags.includeUniform ? { skip_uniform_groups: false } : {}),
     include: flags.include.split(",").filter(Boolean) as ("messages" | "per_turn" | "sft")[],
   });
   if (batch.batch_id === null) {
-    console.error("nothing to lease: no scored groups are available");
+    console.error(
+      `nothing to lease: no scored group is waiting${flags.includeUniform ? "" : " (groups whose episodes all scored the same are skipped: no GRPO signal; --include-uniform takes them)"}`,
+    );
     return;
   }
   const lines = batch.groups.map((g) => `${JSON.stringify(g)}\n`).join("");
@@ -75,7 +70,7 @@ export async function pull(flags: PullFlags): Promise<void> {
 }
 
 export async function ack(batchId: string, flags: ApiFlags): Promise<void> {
-  const result = await client(flags).ack(batchId);
+  const result = await apiClient(flags).ack(batchId);
   console.log(
     result.already_acked
       ? `${batchId} was already acked`
@@ -84,7 +79,7 @@ export async function ack(batchId: string, flags: ApiFlags): Promise<void> {
 }
 
 export async function release(batchId: string, flags: ApiFlags): Promise<void> {
-  const result = await client(flags).release(batchId);
+  const result = await apiClient(flags).release(batchId);
   console.log(
     result.already_released
       ? `${batchId} was already released`
@@ -109,7 +104,7 @@ export async function exportRun(flags: ExportFlags): Promise<void> {
     throw new CliError(`--format ${flags.format} is not supported; use jsonl`);
   if (flags.kind !== "rl" && flags.kind !== "sft")
     throw new CliError(`--kind must be rl or sft, got "${flags.kind}"`);
-  const api = client(flags);
+  const api = apiClient(flags);
   const write = (text: string) =>
     flags.out ? appendFileSync(flags.out, text) : process.stdout.write(text);
   if (flags.out) writeFileSync(flags.out, "");

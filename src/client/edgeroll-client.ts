@@ -67,18 +67,48 @@ export class EdgerollError extends Error {
     readonly url: string,
     readonly status: number,
     readonly code: string,
-    message: string,
+    /** The API's own message, which names the problem. */
+    readonly apiMessage: string,
     readonly details?: unknown,
   ) {
-    super(`${method} ${url} -> ${status} ${code}: ${message}`);
+    super(`${method} ${url} -> ${status} ${code}: ${apiMessage}`);
   }
+}
+
+/** Nothing answered: the Worker is down, or the URL is wrong. Carries the method and URL. */
+export class EdgerollConnectionError extends Error {
+  override name = "EdgerollConnectionError";
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(`${method} ${url}: ${connectionProblem(cause)}`, { cause });
+  }
+}
+
+/** `fetch failed` says nothing; the reason is in its cause (ECONNREFUSED, ENOTFOUND, ...). */
+function connectionProblem(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } } | null)?.cause;
+  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ""}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** EDGEROLL_TOKEN from the environment, where there is one (Node, Deno, Bun). */
+function tokenFromEnvironment(): string | undefined {
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process
+    ?.env;
+  return env?.EDGEROLL_TOKEN || undefined;
 }
 
 export interface ClientOptions {
   /** Where the Worker answers, e.g. http://127.0.0.1:8787 or https://edgeroll.example.workers.dev */
   baseUrl: string;
-  /** Bearer token, when the deployment requires one. */
-  token?: string;
+  /**
+   * Bearer token, when the deployment requires one. Left out, EDGEROLL_TOKEN is used when set;
+   * null sends none. In Node, `discoverToken` (edgeroll/local-token) also finds a local stack's.
+   */
+  token?: string | null;
   fetch?: typeof fetch;
   /** Tries for requests that are safe to repeat (GETs, keyed starts); default 3. */
   attempts?: number;
@@ -90,9 +120,12 @@ export class EdgerollClient {
   private readonly baseUrl: string;
   private readonly fetch: typeof fetch;
   private readonly attempts: number;
+  private readonly token: string | undefined;
 
-  constructor(private readonly options: ClientOptions) {
+  constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.token =
+      options.token === undefined ? tokenFromEnvironment() : (options.token ?? undefined);
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.attempts = options.attempts ?? 3;
   }
@@ -109,7 +142,7 @@ export class EdgerollClient {
       method,
       headers: {
         ...(body === undefined ? {} : { "content-type": "application/json" }),
-        ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
         ...headers,
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -120,7 +153,7 @@ export class EdgerollClient {
         response = await this.fetch(url, init);
       } catch (error) {
         if (!repeatable || attempt >= this.attempts)
-          throw new Error(`${method} ${url}: ${String(error)}`, { cause: error });
+          throw new EdgerollConnectionError(method, url, error);
         await sleep(200 * 2 ** attempt);
         continue;
       }

@@ -139,6 +139,27 @@ function exactAnswer({ messages, random, temperature }: PlayContext): string {
   return `The result is <answer>${Number((value + slip).toFixed(6))}</answer>`;
 }
 
+/**
+ * A scripted player, chosen by what the opening messages ask for. To make the simulator play
+ * a new environment, add one here: `recognises` looks for something only that environment's
+ * prompt says (its action format, say), `play` answers from the conversation alone.
+ */
+export interface Player {
+  /** The environment it was written for, for messages. */
+  env: string;
+  recognises(prompt: string): boolean;
+  play(context: PlayContext): string;
+}
+
+export const PLAYERS: readonly Player[] = [
+  { env: "guess-number", recognises: (p) => p.includes("<guess>"), play: guessNumber },
+  { env: "tool-agent", recognises: (p) => p.includes("<tool_call>"), play: toolAgent },
+  { env: "exact-answer", recognises: (p) => p.includes("<answer>"), play: exactAnswer },
+];
+
+/** What the simulator answers a prompt no player recognises: it says so, and what to do. */
+export const UNKNOWN_TASK_ANSWER = `I am edgeroll's simulated model and have no player for this task: I play ${PLAYERS.map((p) => p.env).join(", ")}. Add a player in src/sim/policies.ts, or run against a real model (npm run dev -- --inference-url <url>).`;
+
 /** Picks the player from what the prompt asks for. */
 export function playTurn(context: PlayContext): string {
   const prompt = context.messages
@@ -146,8 +167,6 @@ export function playTurn(context: PlayContext): string {
     .slice(0, 2)
     .map((m) => m.content)
     .join("\n");
-  if (prompt.includes("<guess>")) return guessNumber(context);
-  if (prompt.includes("<tool_call>")) return toolAgent(context);
-  if (prompt.includes("<answer>")) return exactAnswer(context);
-  return "I am a simulated model and do not know this task.";
+  const player = PLAYERS.find((p) => p.recognises(prompt));
+  return player ? player.play(context) : UNKNOWN_TASK_ANSWER;
 }

@@ -24,40 +24,58 @@ const group = {
 const post = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) });
 
 describe("access by role", () => {
-  const routes: [string, RequestInit, string][] = [
-    ["/v1/groups", post(group), "producer"],
-    ["/v1/batches/lease", post({ max_groups: 1 }), "trainer"],
-    ["/v1/batches/b_x/ack", post({}), "trainer"],
-    ["/v1/groups/g_00000000000000000000000", {}, "reader"],
-    ["/v1/episodes?run_id=x", {}, "reader"],
-    ["/", {}, "reader"],
+  type RoleName = "producer" | "trainer" | "reader";
+  const routes: [string, RequestInit, RoleName[]][] = [
+    ["/v1/groups", post(group), ["producer"]],
+    ["/v1/batches/lease", post({ max_groups: 1 }), ["trainer"]],
+    ["/v1/batches/b_x/ack", post({}), ["trainer"]],
+    // A producer follows what it starts: a group's status and its run's progress.
+    ["/v1/groups/g_00000000000000000000000", {}, ["reader", "producer"]],
+    ["/v1/runs/access", {}, ["reader", "producer"]],
+    ["/v1/episodes?run_id=x", {}, ["reader"]],
+    ["/v1/episodes/g_00000000000000000000000-e0", {}, ["reader"]],
+    ["/", {}, ["reader"]],
   ];
 
-  for (const [path, init, role] of routes) {
-    it(`${init.method ?? "GET"} ${path} needs a token with the ${role} role`, async () => {
+  for (const [path, init, roles] of routes) {
+    it(`${init.method ?? "GET"} ${path} needs a token with the ${roles.join(" or ")} role`, async () => {
       const missing = await api(path, as(null, init));
       expect(missing.status).toBe(401);
       expect(((await missing.json()) as Json).error.code).toBe("unauthorized");
       const unknown = await api(path, as("not-a-real-token", init));
       expect(unknown.status).toBe(401);
-      const others = Object.entries({
-        producer: TOKENS.producer,
-        trainer: TOKENS.trainer,
-        reader: TOKENS.reader,
-      }).filter(([r]) => r !== role);
-      for (const [, token] of others) {
-        const wrong = await api(path, as(token, init));
-        expect(wrong.status).toBe(403);
-        expect(((await wrong.json()) as Json).error).toMatchObject({
-          code: "forbidden",
-          message: expect.stringContaining(role),
-        });
+      const all = { producer: TOKENS.producer, trainer: TOKENS.trainer, reader: TOKENS.reader };
+      for (const [role, token] of Object.entries(all)) {
+        const answer = await api(path, as(token, init));
+        if (roles.includes(role as RoleName)) {
+          expect(answer.status, role).not.toBe(401);
+          expect(answer.status, role).not.toBe(403);
+        } else {
+          expect(answer.status, role).toBe(403);
+          expect(((await answer.json()) as Json).error).toMatchObject({
+            code: "forbidden",
+            message: expect.stringContaining(roles[0] as string),
+          });
+        }
       }
-      const right = await api(path, as(TOKENS[role as "producer"], init));
-      expect(right.status).not.toBe(401);
-      expect(right.status).not.toBe(403);
     });
   }
+
+  it("a producer reads the status_url of a group it started", async () => {
+    const started = await api("/v1/groups", as(TOKENS.producer, post(group)));
+    expect(started.status).toBe(202);
+    const { group_id, status_url } = (await started.json()) as Json;
+    const status = await api(status_url, as(TOKENS.producer));
+    expect(status.status).toBe(200);
+    expect(((await status.json()) as Json).run_id).toBe("access");
+    // Landed, the status comes from D1 instead: the producer still reads it.
+    await waitForGroup(group_id);
+    const landed = await api(status_url, as(TOKENS.producer));
+    expect(((await landed.json()) as Json).status).toBe("landed");
+    // Transcripts stay with readers.
+    const episodes = await api("/v1/episodes?run_id=access", as(TOKENS.producer));
+    expect(episodes.status).toBe(403);
+  });
 
   it("health checks need no token", async () => {
     expect((await api("/healthz", as(null))).status).toBe(200);
