@@ -36,8 +36,9 @@ function dataset(name: string): TaskExample[] {
 /**
  * The demo's jobs. Guess-number groups are spread over four policy versions, each sampled a
  * little less noisily (lower temperature), so the dashboard's reward-by-version plot shows a
- * policy that improves. Two exact-answer groups talk to a host that answers garbage, so the
- * failure views have something to show.
+ * policy that improves. One exact-answer group talks to a host whose first tries fail (the
+ * retries show in the logs), two to a host that answers garbage, so the failure views have
+ * something to show.
  */
 export function demoJobs(runId: string, guessGroups: number): { label: string; job: Job }[] {
   const random = seededRandom(Date.now());
@@ -95,11 +96,27 @@ export function demoJobs(runId: string, guessGroups: number): { label: string; j
       label: "exact-answer, flaky host",
       job: {
         env: "exact-answer",
-        examples: dataset("exact-answer").slice(6, 8),
+        examples: dataset("exact-answer").slice(6, 7),
+        groupSize: 4,
+        runId,
+        concurrency: 1,
+        // A directive to the simulator: the first try of every request gets a 503, and the
+        // client's retry succeeds (README query 10 finds these generations).
+        request: {
+          policy_version: 3,
+          sampling: { model: "sim+fail:503:1", max_completion_tokens: 64 },
+        },
+      },
+    },
+    {
+      label: "exact-answer, broken host",
+      job: {
+        env: "exact-answer",
+        examples: dataset("exact-answer").slice(7, 9),
         groupSize: 4,
         runId,
         concurrency: 2,
-        // A directive to the simulator: every response is malformed; the client retries, then gives up.
+        // Every response is malformed: the client retries, then gives up.
         request: {
           policy_version: 3,
           sampling: { model: "sim+malformed", max_completion_tokens: 64 },
@@ -208,7 +225,7 @@ export async function demo(flags: DemoFlags): Promise<void> {
       const bar = new JobProgressBar(label.padEnd(26), job.examples.length);
       const { progress } = await runJob(client, job, (p) => bar.update(p));
       bar.stop();
-      if (label === "exact-answer, flaky host") console.log(summaryTable(label, progress));
+      if (label === "exact-answer, broken host") console.log(summaryTable(label, progress));
     }
     await printBatch(client, runId);
     printSql(persistTo, runId);

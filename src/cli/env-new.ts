@@ -16,45 +16,32 @@ function className(name: string): string {
     .join("");
 }
 
-/**
- * Inserts `line` into the run of lines that ends at `marker`, keeping the run sorted (the
- * formatter sorts imports, and a sorted table reads better).
- */
-function insertSorted(
-  lines: string[],
-  marker: string,
-  isMember: (l: string) => boolean,
-  line: string,
-) {
-  const markerAt = lines.indexOf(marker);
-  if (markerAt === -1)
-    throw new CliError(`${paths.registry} lost its "${marker.trim()}" marker line`);
-  // The formatter may leave blank lines between the run and its marker.
-  let end = markerAt;
-  while (end > 0 && (lines[end - 1] as string).trim() === "") end--;
-  let start = end;
-  while (start > 0 && isMember(lines[start - 1] as string)) start--;
-  const run = [...lines.slice(start, end), line].sort();
-  lines.splice(start, end - start, ...run);
+function markerLine(lines: readonly string[], marker: string): number {
+  const at = lines.indexOf(marker);
+  if (at === -1) throw new CliError(`${paths.registry} lost its "${marker.trim()}" marker line`);
+  return at;
 }
 
-/** The registry with the new environment's import and entry added. */
+const importPath = (line: string) => /from "([^"]+)";$/.exec(line)?.[1] ?? "";
+
+/**
+ * The registry with the new environment's import and entry added, and nothing else moved:
+ * the import goes where the formatter's sort (by module path) puts it, the entry last in the
+ * table, just above the entries marker, so no comment ends up above another entry.
+ */
 export function registerEnvironment(registry: string, name: string, cls: string): string {
   const lines = registry.split("\n");
-  insertSorted(
-    lines,
-    IMPORTS_MARKER,
-    (l) => l.startsWith("import { ") && l.includes('from "./'),
-    `import { ${cls} } from "./${name}";`,
-  );
+  const line = `import { ${cls} } from "./${name}";`;
+  const importsEnd = markerLine(lines, IMPORTS_MARKER);
+  const localImports = lines
+    .slice(0, importsEnd)
+    .flatMap((l, i) => (l.startsWith("import ") && importPath(l).startsWith("./") ? [i] : []));
+  const before = localImports.find((i) => importPath(lines[i] as string) > `./${name}`);
+  const after = localImports.at(-1);
+  lines.splice(before ?? (after === undefined ? importsEnd : after + 1), 0, line);
   // The formatter unquotes keys that are identifiers; write what it would.
   const key = /^[a-z][a-z0-9]*$/.test(name) ? name : `"${name}"`;
-  insertSorted(
-    lines,
-    ENTRIES_MARKER,
-    (l) => /^ {2}"?[a-z0-9-]+"?: \(\) => new \w+\(\),$/.test(l),
-    `  ${key}: () => new ${cls}(),`,
-  );
+  lines.splice(markerLine(lines, ENTRIES_MARKER), 0, `  ${key}: () => new ${cls}(),`);
   return lines.join("\n");
 }
 

@@ -17,6 +17,7 @@ import {
   type EnvironmentEpisode,
   EnvironmentMultiTurn,
   type EnvironmentStepResultInput,
+  exampleMetadata,
   goldTranscript,
   type RewardResultInput,
   sampledTurns,
@@ -48,7 +49,7 @@ export class ${className} extends EnvironmentMultiTurn {
     _messages: readonly ChatMessage[],
     assistantResponse: string,
   ): EnvironmentStepResultInput {
-    const { secret } = MetadataSchema.parse(example.metadata);
+    const { secret } = exampleMetadata(MetadataSchema, example);
     const guess = parseGuess(assistantResponse);
     const reply = (content: string) => [{ role: "user" as const, content }];
     if (guess === null) return { done: false, messages: reply("Reply with <guess>N</guess>.") };
@@ -57,7 +58,7 @@ export class ${className} extends EnvironmentMultiTurn {
   }
 
   scoreEpisode(example: TaskExample, episode: EnvironmentEpisode): RewardResultInput {
-    const { secret } = MetadataSchema.parse(example.metadata);
+    const { secret } = exampleMetadata(MetadataSchema, example);
     const perTurn = sampledTurns(episode).map((turn) =>
       parseGuess(turn.content) === secret ? 1 : 0,
     );
@@ -70,7 +71,7 @@ export class ${className} extends EnvironmentMultiTurn {
 
   /** The gold transcript, for SFT and for \`env check\`: a binary search. */
   override sftCompletion(example: TaskExample): Promise<ChatMessage[]> {
-    const { secret } = MetadataSchema.parse(example.metadata);
+    const { secret } = exampleMetadata(MetadataSchema, example);
     let [low, high] = [1, 100];
     return goldTranscript(this, example, () => {
       const guess = Math.floor((low + high) / 2);

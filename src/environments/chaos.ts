@@ -9,6 +9,7 @@ import {
   type ChatMessage,
   type EnvironmentEpisode,
   type EnvironmentStepResultInput,
+  exampleMetadata,
   isSampledAction,
   type RewardResultInput,
   sampledTurns,
@@ -24,7 +25,7 @@ const ChaosSchema = z.object({
 export type ChaosPlan = z.infer<typeof ChaosSchema>;
 
 function chaosOf(example: TaskExample): ChaosPlan {
-  return ChaosSchema.parse(example.metadata?.chaos);
+  return exampleMetadata(z.object({ chaos: ChaosSchema }), example).chaos;
 }
 
 /** Whether the episode whose first action is `action` is one of the misbehaving share. */

@@ -3,6 +3,7 @@ import { z } from "zod";
 import {
   type ChatMessage,
   EnvironmentSingleTurn,
+  exampleMetadata,
   type RewardResultInput,
   type TaskExample,
 } from "../sdk";
@@ -45,7 +46,7 @@ export class ExactAnswer extends EnvironmentSingleTurn {
   scoreResponse(example: TaskExample, responseText: string): RewardResultInput {
     if (example.output === undefined)
       throw new Error(`example "${example.id}" has no output to match`);
-    const { aliases } = MetadataSchema.parse(example.metadata ?? {});
+    const { aliases } = exampleMetadata(MetadataSchema, example);
     const accepted = [String(example.output), ...aliases].map(normaliseAnswer);
     const given = normaliseAnswer(extractAnswer(responseText));
     return { score: accepted.includes(given) ? 1 : 0, threshold: 1, metadata: { answer: given } };

@@ -5,6 +5,7 @@ import {
   type EnvironmentEpisode,
   EnvironmentMultiTurn,
   type EnvironmentStepResultInput,
+  exampleMetadata,
   goldTranscript,
   isSampledAction,
   type RewardResultInput,
@@ -60,11 +61,11 @@ function plural(n: number, word: string): string {
 
 export class GuessNumber extends EnvironmentMultiTurn {
   secretOf(example: TaskExample): number {
-    return MetadataSchema.parse(example.metadata ?? {}).secret;
+    return exampleMetadata(MetadataSchema, example).secret;
   }
 
   maxEpisodeTurns(example: TaskExample): number {
-    return MetadataSchema.parse(example.metadata ?? {}).max_turns ?? DEFAULT_TURNS;
+    return exampleMetadata(MetadataSchema, example).max_turns ?? DEFAULT_TURNS;
   }
 
   startEpisode(example: TaskExample): ChatMessage[] {

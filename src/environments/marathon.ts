@@ -9,6 +9,7 @@ import {
   type EnvironmentEpisode,
   EnvironmentMultiTurn,
   type EnvironmentStepResultInput,
+  exampleMetadata,
   isSampledAction,
   type RewardResultInput,
   sampledTurns,
@@ -24,7 +25,7 @@ const FILLER = "The road goes on. ";
 
 export class Marathon extends EnvironmentMultiTurn {
   maxEpisodeTurns(example: TaskExample): number {
-    return MetadataSchema.parse(example.metadata ?? {}).turns;
+    return exampleMetadata(MetadataSchema, example).turns;
   }
 
   startEpisode(example: TaskExample): ChatMessage[] {
@@ -32,7 +33,7 @@ export class Marathon extends EnvironmentMultiTurn {
   }
 
   stepEpisode(example: TaskExample, messages: readonly ChatMessage[]): EnvironmentStepResultInput {
-    const { reply_bytes: bytes } = MetadataSchema.parse(example.metadata ?? {});
+    const { reply_bytes: bytes } = exampleMetadata(MetadataSchema, example);
     const turn = messages.filter(isSampledAction).length;
     const text = `Turn ${turn}. ${FILLER.repeat(Math.ceil(bytes / FILLER.length))}`.slice(0, bytes);
     return { done: false, messages: [{ role: "user", content: text }] };

@@ -11,6 +11,7 @@ import {
   type EnvironmentEpisode,
   EnvironmentMultiTurn,
   type EnvironmentStepResultInput,
+  exampleMetadata,
   goldTranscript,
   type ParsedToolCall,
   parseAction,
@@ -65,7 +66,7 @@ export interface StoreState {
 }
 
 function taskOf(example: TaskExample): SupportTask {
-  return MetadataSchema.parse(example.metadata ?? {});
+  return exampleMetadata(MetadataSchema, example);
 }
 
 /** Runs one tool against the store, purely: the new orders and the call's outcome. */

@@ -262,9 +262,14 @@ export async function checkEnvironment(
         if (problem) findings.fail(CHECKS.perTurn, `${where}, ${label}: ${problem}`);
       }
       if (label === "gold episode") {
-        goldScores.push(outcome.reward.score);
-        const threshold = outcome.reward.threshold;
-        if (threshold !== undefined && outcome.reward.score >= threshold) goldSuccesses++;
+        const { score, threshold } = outcome.reward;
+        goldScores.push(score);
+        // A gold answer must succeed: reach its threshold, or score above zero without one.
+        if (threshold === undefined ? score > 0 : score >= threshold) goldSuccesses++;
+        else {
+          const bar = threshold === undefined ? "" : ` (threshold ${threshold})`;
+          findings.fail(CHECKS.goldReward, `${where}: the gold answer scored ${score}${bar}`);
+        }
       }
     }
 
@@ -296,11 +301,6 @@ export async function checkEnvironment(
     findings.fail(
       CHECKS.goldReward,
       "no example has a gold answer: give rows an output or override sftCompletion",
-    );
-  } else if (goldScores.every((s) => s === 0)) {
-    findings.fail(
-      CHECKS.goldReward,
-      `every gold answer scored zero (${goldScores.length} replayed)`,
     );
   } else {
     const mean = goldScores.reduce((a, b) => a + b, 0) / goldScores.length;

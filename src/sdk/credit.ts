@@ -20,8 +20,20 @@ function sampleStd(values: readonly number[]): number {
   return Math.sqrt(values.reduce((a, v) => a + (v - m) ** 2, 0) / (values.length - 1));
 }
 
+/**
+ * `value - mean`, with the rounding error of the mean taken out: 0.2 - mean([0.2, 0.2, 0.2])
+ * is 2.8e-17 in floating point, and a trainer should read a 0 where a 0 is meant. A difference
+ * within a few ulps of the operands' size is that error, never signal.
+ */
+function centre(value: number, m: number): number {
+  const centred = value - m;
+  return Math.abs(centred) <= 8 * Number.EPSILON * Math.max(Math.abs(value), Math.abs(m))
+    ? 0
+    : centred;
+}
+
 function normalise(value: number, members: readonly number[], mode: AdvantageMode): number {
-  const centred = value - mean(members);
+  const centred = centre(value, mean(members));
   return mode === "mean" ? centred : centred / (sampleStd(members) + STD_EPSILON);
 }
 

@@ -7,6 +7,7 @@ export * from "./environment";
 export * from "./episode";
 export * from "./episode-loop";
 export * from "./errors";
+export * from "./example-metadata";
 export * from "./gold-transcript";
 export * from "./replay";
 export * from "./sft";

@@ -37,6 +37,7 @@ describe("edgeroll env check", () => {
 
 describe("edgeroll env new", () => {
   it("writes a multi-turn starter, its dataset and test, registers it, and it passes check", () => {
+    const registryBefore = read("src/environments/registry.ts");
     const created = project.edgeroll("env", "new", "my-env", "--multi-turn");
     expect(created.stderr).toBe("");
     expect(created.status).toBe(0);
@@ -47,7 +48,14 @@ describe("edgeroll env new", () => {
     ]) {
       expect(existsSync(join(project.dir, file)), file).toBe(true);
     }
-    expect(read("src/environments/registry.ts")).toContain('"my-env": () => new MyEnv(),');
+    // Two lines added, nothing else moved: every other entry keeps its place and its comment.
+    const registry = read("src/environments/registry.ts").split("\n");
+    const added = ['import { MyEnv } from "./my-env";', '  "my-env": () => new MyEnv(),'];
+    for (const line of added) expect(registry).toContain(line);
+    expect(registry.filter((l) => !added.includes(l)).join("\n")).toBe(registryBefore);
+    expect(registry.indexOf('  "my-env": () => new MyEnv(),')).toBe(
+      registry.indexOf("  // edgeroll:env-entries") - 1,
+    );
 
     const checked = project.edgeroll("env", "check", "my-env");
     expect(checked.stdout).toMatch(/my-env: PASS/);

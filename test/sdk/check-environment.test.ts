@@ -66,8 +66,34 @@ describe("offline environment check", () => {
     }
     const report = await checkEnvironment(new Stingy(), examples);
     expect(failed(report)[CHECKS.goldReward]).toEqual([
-      "every gold answer scored zero (2 replayed)",
+      "example g1: the gold answer scored 0 (threshold 1)",
+      "example g2: the gold answer scored 0 (threshold 1)",
     ]);
+  });
+
+  it("fails when one row's gold answer does not succeed, naming only that row", async () => {
+    // As when one row of a dataset carries a wrong answer: the others pass.
+    class OneWrong extends GuessNumber {
+      override scoreEpisode(example: TaskExample, episode: EnvironmentEpisode): RewardResultInput {
+        const reward = super.scoreEpisode(example, episode);
+        return example.id === "g2" ? { ...reward, score: 0.2 } : reward;
+      }
+    }
+    const report = await checkEnvironment(new OneWrong(), examples);
+    expect(report.ok).toBe(false);
+    expect(failed(report)[CHECKS.goldReward]).toEqual([
+      "example g2: the gold answer scored 0.2 (threshold 1)",
+    ]);
+  });
+
+  it("without a threshold, a gold answer succeeds when it scores above zero", async () => {
+    class Unthresholded extends GuessNumber {
+      override scoreEpisode(example: TaskExample): RewardResultInput {
+        return { score: example.id === "g1" ? 0.5 : 0 };
+      }
+    }
+    const report = await checkEnvironment(new Unthresholded(), examples);
+    expect(failed(report)[CHECKS.goldReward]).toEqual(["example g2: the gold answer scored 0"]);
   });
 
   it("fails when no example has a gold answer to replay", async () => {

@@ -24,6 +24,27 @@ describe("group-relative episode advantages", () => {
     expect(groupAdvantages([0.5, 0.5, 0.5], "mean_std")).toEqual([0, 0, 0]);
   });
 
+  it("gives equal rewards exactly zero, not the mean's rounding error", () => {
+    // In floating point mean([0.2, 0.2, 0.2]) is 0.20000000000000004.
+    expect(0.2 - (0.2 + 0.2 + 0.2) / 3).not.toBe(0);
+    expect(groupAdvantages([0.2, 0.2, 0.2], "mean")).toEqual([0, 0, 0]);
+    expect(groupAdvantages([0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1], "mean_std")).toEqual(
+      Array(7).fill(0),
+    );
+    expect(
+      perTurnAdvantages(
+        [
+          [1, 0.2],
+          [0, 0.2],
+          [1, 0.2],
+        ],
+        "mean",
+      )[1]?.[1],
+    ).toBe(0);
+    // A real difference, however small against the rewards, is kept.
+    expect(groupAdvantages([1, 1 + 1e-9], "mean")[0]).toBeCloseTo(-5e-10, 15);
+  });
+
   it("leaves failed episodes out of the statistics and without an advantage", () => {
     expect(groupAdvantages([1, null, 0], "mean")).toEqual([0.5, null, -0.5]);
   });
@@ -41,7 +62,7 @@ describe("per-turn advantages", () => {
     expect(advantages[0]?.[0]).toBeCloseTo(1 - mean0, 12);
     expect(advantages[1]?.[0]).toBeCloseTo(0 - mean0, 12);
     expect(advantages[2]?.[0]).toBeCloseTo(0.2 - mean0, 12);
-    expect(advantages[0]?.[1]).toBeCloseTo(0, 12);
+    expect(advantages[0]?.[1]).toBe(0);
     expect(advantages[0]?.[2]).toBe(0); // the only member with a third turn
     expect(advantages[2]).toHaveLength(1);
   });
