@@ -91,6 +91,7 @@ export class EdgerollConnectionError extends Error {
 function connectionProblem(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } } | null)?.cause;
   if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ""}`;
+  if (cause?.message) return cause.message;
   return error instanceof Error ? error.message : String(error);
 }
 

@@ -1,4 +1,7 @@
-/** A scratch copy of this checkout (sharing node_modules), for CLI tests that write files. */
+/**
+ * A scratch copy of this checkout (sharing node_modules), for CLI tests that write files and
+ * for runs that need a state directory of their own, as a fresh clone has.
+ */
 import { spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +12,8 @@ const COPIED = [
   "src",
   "datasets",
   "bin",
+  "migrations",
+  "examples",
   "test/raw-imports.d.ts",
   "package.json",
   "tsconfig.json",
