@@ -2,6 +2,9 @@
 // and environment suites run in both, which proves environment code is runtime-neutral.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { hideBenignRuntimeLogs } from "./test/setup/runtime-log-filter.ts";
+
+hideBenignRuntimeLogs();
 
 const portable = ["test/sdk/**/*.test.ts", "test/environments/**/*.test.ts"];
 

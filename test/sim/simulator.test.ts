@@ -51,6 +51,19 @@ describe("the inference simulator", () => {
     expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + body.usage.completion_tokens);
   });
 
+  it("says, for a task it has no player for, which it plays and what to do", async () => {
+    const { text } = await complete({
+      temperature: 0,
+      messages: [{ role: "user", content: "Write a haiku about the sea." }],
+    });
+    const content = JSON.parse(text).choices[0].message.content;
+    expect(content).toMatch(
+      /no player for this task: I play guess-number, tool-agent, exact-answer/,
+    );
+    expect(content).toMatch(/src\/sim\/policies\.ts/);
+    expect(content).toMatch(/--inference-url/);
+  });
+
   it("streams the same completion as server-sent events, with usage when asked", async () => {
     const { headers, text } = await complete({
       temperature: 0,
