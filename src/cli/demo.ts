@@ -14,7 +14,7 @@ import { parseDatasetJsonl } from "../sdk";
 import { seededRandom } from "../sim/random";
 import { type LocalStack, startLocalStack } from "./local-stack";
 import { DEFAULT_STATE_DIR } from "./local-tokens";
-import { ensurePortsFree } from "./ports";
+import { ensureCanStart } from "./preflight";
 import { COMPACT, JobProgressBar, summaryTable } from "./progress";
 import { PROJECT_ROOT, paths, resolveStateDir } from "./project";
 import { type Job, runJob } from "./run-job";
@@ -188,12 +188,13 @@ function devCommand(flags: DemoFlags): string {
 export async function demo(flags: DemoFlags): Promise<void> {
   const port = Number(flags.port);
   const simPort = Number(flags.simPort);
-  await ensurePortsFree(
+  await ensureCanStart(
+    "npm run demo",
     [
       { port, what: "the Worker", flag: "--port" },
       { port: simPort, what: "the simulator", flag: "--sim-port" },
     ],
-    "npm run demo",
+    flags.persistTo,
   );
   const persistTo = resolveStateDir(flags.persistTo);
   const runId = `demo-${new Date().toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-")}`;

@@ -6,7 +6,7 @@
 import { relative } from "node:path";
 import { type LocalStack, startLocalStack } from "./local-stack";
 import { tokensFile } from "./local-tokens";
-import { ensurePortsFree } from "./ports";
+import { ensureCanStart } from "./preflight";
 import { resolveStateDir } from "./project";
 
 export interface DevFlags {
@@ -39,14 +39,15 @@ function printReady(stack: LocalStack, flags: DevFlags): void {
 
 export async function dev(flags: DevFlags): Promise<void> {
   const port = Number(flags.port);
-  await ensurePortsFree(
+  await ensureCanStart(
+    "npm run dev",
     [
       { port, what: "the Worker", flag: "--port" },
       ...(flags.inferenceUrl
         ? []
         : [{ port: Number(flags.simPort), what: "the simulator", flag: "--sim-port" }]),
     ],
-    "npm run dev",
+    flags.persistTo,
   );
   const stack = await startLocalStack({
     persistTo: resolveStateDir(flags.persistTo),

@@ -1,6 +1,5 @@
-/** Local ports: a free one for tests, and one check of every port a command wants to listen on. */
+/** Local ports: a free one for tests, whether one is free, the next free one above another. */
 import { createServer } from "node:net";
-import { CliError } from "./project";
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -21,38 +20,9 @@ export async function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-export interface WantedPort {
-  port: number;
-  /** What would listen there, e.g. "the Worker". */
-  what: string;
-  /** The flag that moves it, e.g. "--port". */
-  flag: string;
-}
-
-/** The first free port above `port` that none of `taken` holds. */
-async function nextFreePort(port: number, taken: Set<number>): Promise<number> {
+/** The first free port above `port` that `taken` does not hold. */
+export async function nextFreePort(port: number, taken: ReadonlySet<number>): Promise<number> {
   let candidate = port + 1;
   while (taken.has(candidate) || !(await portIsFree(candidate))) candidate++;
   return candidate;
-}
-
-/**
- * Refuses to start when any wanted port is busy, naming every busy one in one message with
- * the flags, and free ports, that fix it all at once.
- */
-export async function ensurePortsFree(wanted: readonly WantedPort[], command: string) {
-  const busy: WantedPort[] = [];
-  for (const w of wanted) if (!(await portIsFree(w.port))) busy.push(w);
-  if (busy.length === 0) return;
-  const taken = new Set(wanted.map((w) => w.port));
-  const fixes: string[] = [];
-  for (const w of busy) {
-    const free = await nextFreePort(w.port, taken);
-    taken.add(free);
-    fixes.push(`${w.flag} ${free}`);
-  }
-  const list = busy.map((w) => `${w.port} (${w.what}, ${w.flag})`).join(", ");
-  throw new CliError(
-    `${busy.length === 1 ? "port" : "ports"} ${list} ${busy.length === 1 ? "is" : "are"} busy: stop what uses ${busy.length === 1 ? "it" : "them"}, or run \`${command} -- ${fixes.join(" ")}\``,
-  );
 }

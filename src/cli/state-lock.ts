@@ -10,7 +10,7 @@ import { CliError } from "./project";
 
 const LOCK_FILE = "edgeroll-stack.json";
 
-interface Claim {
+export interface Claim {
   pid: number;
   api_url: string;
   started_at: string;
@@ -24,6 +24,11 @@ function alive(pid: number): boolean {
     // EPERM: the process exists but is not ours.
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/** The live stack that holds `persistTo`, or null when it is free (or its holder is gone). */
+export function stateDirHolder(persistTo: string): Claim | null {
+  return currentClaim(join(persistTo, LOCK_FILE));
 }
 
 function currentClaim(file: string): Claim | null {

@@ -140,16 +140,16 @@ describe("the README's own-data commands, from a fresh copy with no token set", 
     const second = shell("npm run dev -- --port 8788 --sim-port 8001");
     expect(second.status).toBe(1);
     expect(second.stderr).toMatch(
-      /the state directory .*\.wrangler\/state is in use by another edgeroll stack \(process \d+, serving http:\/\/127\.0\.0\.1:8787/,
+      /^edgeroll: cannot start: the state directory \.wrangler\/state is in use by another edgeroll stack \(process \d+, serving http:\/\/127\.0\.0\.1:8787\)\. Stop what holds it, or run `npm run dev -- --persist-to \.wrangler\/state-2`$/m,
     );
     expect(second.stderr).not.toMatch(/\n\s+at /);
   }, 120_000);
 
-  it("busy ports are named together, with the flags and free ports that fix them", () => {
+  it("busy ports and a held state directory are named together, with one command that fixes all", () => {
     const demo = shell("npm run demo");
     expect(demo.status).toBe(1);
     expect(demo.stderr).toMatch(
-      /ports 8787 \(the Worker, --port\), 8000 \(the simulator, --sim-port\) are busy: stop what uses them, or run `npm run demo -- --port \d+ --sim-port \d+`/,
+      /cannot start: ports 8787 \(the Worker, --port\), 8000 \(the simulator, --sim-port\) are busy, and the state directory \.wrangler\/state is in use by another edgeroll stack \(process \d+, serving http:\/\/127\.0\.0\.1:8787\)\. Stop what holds them, or run `npm run demo -- --port 8788 --sim-port 8001 --persist-to \.wrangler\/state-2`/,
     );
   }, 60_000);
 
