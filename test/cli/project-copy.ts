@@ -15,6 +15,7 @@ const COPIED = [
   "migrations",
   "examples",
   "test/raw-imports.d.ts",
+  "test/setup/runtime-log-filter.ts",
   "package.json",
   "tsconfig.json",
   "tsconfig.node.json",
