@@ -7,6 +7,7 @@ import type { LocalStack } from "../src/cli/local-stack";
 import { runSql } from "../src/cli/sql";
 import { EdgerollClient, EdgerollError, type GroupView } from "../src/client/edgeroll-client";
 import { strikes } from "../src/environments/chaos";
+import { END } from "../src/rollout/outcomes";
 import { countBy, type Episode, episodesOf, guessRequest, integrity, landGroups } from "./harness";
 
 export interface Row {
@@ -103,25 +104,25 @@ const HOST_CASES: HostCase[] = [
     fault: "hang past the deadline, always",
     directive: "hang",
     expected: "one retry, then failed: generation_timeout",
-    accept: (e) => e.failure_reason === "generation_timeout",
+    accept: (e) => e.failure_reason === END.generation_timeout,
   },
   {
     fault: "slow trickle past the deadline",
     directive: "trickle:1000",
     expected: "one retry, then failed: generation_timeout",
-    accept: (e) => e.failure_reason === "generation_timeout",
+    accept: (e) => e.failure_reason === END.generation_timeout,
   },
   {
     fault: "malformed JSON, always",
     directive: "malformed",
     expected: "bounded retries, then failed: inference_malformed",
-    accept: (e) => e.failure_reason === "inference_malformed",
+    accept: (e) => e.failure_reason === END.inference_malformed,
   },
   {
     fault: "HTTP 400 (request rejected)",
     directive: "fail:400",
     expected: "no retry; failed: inference_rejected",
-    accept: (e) => e.failure_reason === "inference_rejected",
+    accept: (e) => e.failure_reason === END.inference_rejected,
   },
 ];
 
@@ -169,11 +170,11 @@ interface EnvCase {
 }
 
 const ENV_CASES: EnvCase[] = [
-  { fault: "throw", label: "stepEpisode throws", reason: "env_error" },
-  { fault: "hang", label: "stepEpisode runs past STEP_TIMEOUT_S", reason: "step_timeout" },
-  { fault: "garbage", label: "stepEpisode returns malformed messages", reason: "env_error" },
-  { fault: "score_throw", label: "scoreEpisode throws", reason: "score_error" },
-  { fault: "score_nan", label: "scoreEpisode returns NaN", reason: "score_error" },
+  { fault: "throw", label: "stepEpisode throws", reason: END.env_error },
+  { fault: "hang", label: "stepEpisode runs past STEP_TIMEOUT_S", reason: END.step_timeout },
+  { fault: "garbage", label: "stepEpisode returns malformed messages", reason: END.env_error },
+  { fault: "score_throw", label: "scoreEpisode throws", reason: END.score_error },
+  { fault: "score_nan", label: "scoreEpisode returns NaN", reason: END.score_error },
 ];
 
 export async function envFaults(client: EdgerollClient, groups: number): Promise<Row[]> {

@@ -11,7 +11,7 @@ import {
   requestBody,
   usageOf,
 } from "./completion";
-import { errorForStatus, InferenceError } from "./failures";
+import { errorForStatus, InferenceError, malformed } from "./failures";
 import { parseCompletionStream, readCompletionStream } from "./stream";
 
 export interface InferenceEndpoint {
@@ -19,15 +19,20 @@ export interface InferenceEndpoint {
   apiKey?: string | undefined;
 }
 
-export type FailureReason = "inference_rejected" | "inference_unavailable" | "inference_malformed";
+/**
+ * Why a generation failed for good: the host refused it (a 4xx), could not be reached or kept
+ * failing (`unavailable`), or kept answering with bodies that are not completions.
+ */
+export type GenerationFailure = "rejected" | "unavailable" | "malformed";
 
 export type GenerationOutcome =
   | { kind: "ok"; completion: Completion; attempts: number; latencyMs: number }
   | { kind: "timeout"; attempts: number; latencyMs: number }
   /** The host asked for a wait longer than is worth holding in memory: retry after `delayMs`. */
   | { kind: "retry_later"; attempts: number; delayMs: number; message: string }
-  | { kind: "context_length"; attempts: number; message: string }
-  | { kind: "failed"; reason: FailureReason; attempts: number; message: string };
+  /** The host says the prompt no longer fits the model's context. */
+  | { kind: "context_exceeded"; attempts: number; message: string }
+  | { kind: "failed"; failure: GenerationFailure; attempts: number; message: string };
 
 export interface GenerateOptions {
   deadlineMs: number;
@@ -79,25 +84,11 @@ async function readJson(response: Response): Promise<Completion> {
   try {
     json = JSON.parse(text);
   } catch {
-    throw new InferenceError(
-      "retryable",
-      `malformed body from the inference host: ${text.slice(0, 120)}`,
-      undefined,
-      {
-        cause: "malformed",
-      },
-    );
+    throw malformed(`malformed body from the inference host: ${text.slice(0, 120)}`);
   }
   const body = CompletionBodySchema.safeParse(json);
   if (!body.success) {
-    throw new InferenceError(
-      "retryable",
-      `malformed completion: ${describeZodError(body.error)}`,
-      undefined,
-      {
-        cause: "malformed",
-      },
-    );
+    throw malformed(`malformed completion: ${describeZodError(body.error)}`, body.error);
   }
   const [choice] = body.data.choices;
   return {
@@ -126,12 +117,9 @@ async function sendOnce(
     });
   } catch (error) {
     if (signal.aborted) throw error;
-    throw new InferenceError(
-      "retryable",
-      `could not reach the inference host: ${String(error)}`,
-      undefined,
-      { cause: error },
-    );
+    throw new InferenceError("retryable", `could not reach the inference host: ${String(error)}`, {
+      cause: error,
+    });
   }
   if (!response.ok) {
     throw errorForStatus(
@@ -151,9 +139,7 @@ async function sendOnce(
       : await readCompletionStream(response.body);
   } catch (error) {
     if (signal.aborted || error instanceof InferenceError) throw error;
-    throw new InferenceError("retryable", `the response broke off: ${String(error)}`, undefined, {
-      cause: "malformed",
-    });
+    throw malformed(`the response broke off: ${String(error)}`, error);
   }
 }
 
@@ -185,33 +171,19 @@ export async function generate(
         const failure =
           error instanceof InferenceError
             ? error
-            : new InferenceError("retryable", String(error), undefined, { cause: error });
-        if (failure.kind === "context_length")
-          return { kind: "context_length", attempts, message: failure.message };
-        if (failure.kind === "rejected") {
-          return {
-            kind: "failed",
-            reason: "inference_rejected",
-            attempts,
-            message: failure.message,
-          };
-        }
-        if (attempts > options.maxRetries) {
-          const reason =
-            failure.cause === "malformed" ? "inference_malformed" : "inference_unavailable";
-          return { kind: "failed", reason, attempts, message: failure.message };
-        }
+            : new InferenceError("retryable", String(error), { cause: error });
+        if (failure.kind === "context_exceeded")
+          return { kind: "context_exceeded", attempts, message: failure.message };
+        if (failure.kind === "rejected")
+          return { kind: "failed", failure: "rejected", attempts, message: failure.message };
+        const exhausted: GenerationFailure = failure.malformed ? "malformed" : "unavailable";
+        if (attempts > options.maxRetries)
+          return { kind: "failed", failure: exhausted, attempts, message: failure.message };
         const delayMs = backoffMs(attempts, failure.retryAfterS);
         if (Date.now() + delayMs >= started + options.deadlineMs) {
           // The host answered, badly, until the time ran out: report that, not a timeout.
-          const reason =
-            failure.cause === "malformed" ? "inference_malformed" : "inference_unavailable";
-          return {
-            kind: "failed",
-            reason,
-            attempts,
-            message: `${failure.message} (no time left to retry)`,
-          };
+          const message = `${failure.message} (no time left to retry)`;
+          return { kind: "failed", failure: exhausted, attempts, message };
         }
         if (delayMs > (options.maxInlineBackoffMs ?? Number.POSITIVE_INFINITY)) {
           return { kind: "retry_later", attempts, delayMs, message: failure.message };

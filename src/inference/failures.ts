@@ -4,21 +4,35 @@ export type FailureKind =
   /** 429, 5xx, a reset connection, a cut stream or an unreadable body: worth retrying. */
   | "retryable"
   /** The prompt no longer fits the model's context: the episode ends truncated. */
-  | "context_length"
+  | "context_exceeded"
   /** Any other 4xx: the host will not do this; retrying cannot help. */
   | "rejected";
 
+export interface InferenceErrorOptions extends ErrorOptions {
+  /** Seconds the host asked us to wait (Retry-After), when it did. */
+  retryAfterS?: number | undefined;
+  /** The host answered, but with a body that is not a completion (as opposed to no answer). */
+  malformed?: boolean;
+}
+
 export class InferenceError extends Error {
   override name = "InferenceError";
+  readonly retryAfterS: number | undefined;
+  readonly malformed: boolean;
   constructor(
     readonly kind: FailureKind,
     message: string,
-    /** Seconds the host asked us to wait (Retry-After), when it did. */
-    readonly retryAfterS?: number,
-    options?: ErrorOptions,
+    options: InferenceErrorOptions = {},
   ) {
-    super(message, options);
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.retryAfterS = options.retryAfterS;
+    this.malformed = options.malformed ?? false;
   }
+}
+
+/** A body from the host that does not read as a completion: retried, then `malformed`. */
+export function malformed(message: string, cause?: unknown): InferenceError {
+  return new InferenceError("retryable", message, { malformed: true, cause });
 }
 
 const CONTEXT_LENGTH =
@@ -41,7 +55,7 @@ export function errorForStatus(
 ): InferenceError {
   const detail = `inference host answered ${status}: ${body.slice(0, 300)}`;
   if (status === 429 || status >= 500)
-    return new InferenceError("retryable", detail, parseRetryAfter(retryAfter));
-  if (CONTEXT_LENGTH.test(body)) return new InferenceError("context_length", detail);
+    return new InferenceError("retryable", detail, { retryAfterS: parseRetryAfter(retryAfter) });
+  if (CONTEXT_LENGTH.test(body)) return new InferenceError("context_exceeded", detail);
   return new InferenceError("rejected", detail);
 }

@@ -2,18 +2,10 @@
 import { createParser } from "eventsource-parser";
 import type { ToolCall } from "../sdk";
 import { type Completion, usageOf } from "./completion";
-import { InferenceError } from "./failures";
+import { InferenceError, malformed as malformedBody } from "./failures";
 
-function malformed(detail: string): InferenceError {
-  return new InferenceError(
-    "retryable",
-    `malformed stream from the inference host: ${detail}`,
-    undefined,
-    {
-      cause: "malformed",
-    },
-  );
-}
+const malformed = (detail: string) =>
+  malformedBody(`malformed stream from the inference host: ${detail}`);
 
 /** The fields edgeroll reads from a streamed chunk, all of them optional on the wire. */
 interface Chunk {

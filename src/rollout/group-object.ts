@@ -11,7 +11,7 @@ import type { ScoreWorkerApi } from "../env-workers/score-worker";
 import type { StepWorkerApi } from "../env-workers/step-worker";
 import { errorMessage } from "../sdk";
 import { episodeId, type GroupSpec } from "./group-spec";
-import { type GenerationRow, GroupStore, TERMINAL_STATES } from "./group-store";
+import { type GenerationRow, GroupStore } from "./group-store";
 import type { LanderApi } from "./lander";
 import {
   commitGroup,
@@ -22,6 +22,7 @@ import {
   payloadChars,
   registerGroup,
 } from "./landing";
+import { TERMINAL_STATES } from "./outcomes";
 import { groupPermits } from "./permits";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
 import { driveEpisode, type GroupRuntime, permitLeaseMs } from "./turn";

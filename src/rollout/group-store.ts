@@ -7,6 +7,14 @@
  */
 import type { ChatMessage, JsonObject, RewardResult } from "../sdk";
 import type { GroupSpec } from "./group-spec";
+import {
+  END,
+  type EndReason,
+  type EpisodeEnd,
+  type EpisodeState,
+  type FailureReason,
+  TERMINAL_STATES,
+} from "./outcomes";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS group_state (
@@ -79,15 +87,6 @@ CREATE TABLE IF NOT EXISTS timers (
 /** `running` until every episode ends, then `scoring`, `landing`, and gone once landed. */
 export type GroupPhase = "running" | "scoring" | "landing";
 
-export type EpisodeState =
-  | "opening"
-  | "generating"
-  | "stepping"
-  | "completed"
-  | "truncated"
-  | "failed";
-export const TERMINAL_STATES: readonly EpisodeState[] = ["completed", "truncated", "failed"];
-
 export interface GroupRow {
   spec: GroupSpec;
   phase: GroupPhase;
@@ -106,8 +105,8 @@ export interface EpisodeRow {
   openingCount: number | null;
   turns: number;
   responseText: string;
-  endReason: string | null;
-  failureReason: string | null;
+  endReason: EndReason | null;
+  failureReason: FailureReason | null;
   failureDetail: string | null;
   redispatches: number;
   promptTokens: number | null;
@@ -178,8 +177,8 @@ function toEpisode(r: Row): EpisodeRow {
     openingCount: numOrNull(r.opening_count),
     turns: Number(r.turns),
     responseText: r.response_text as string,
-    endReason: r.end_reason as string | null,
-    failureReason: r.failure_reason as string | null,
+    endReason: r.end_reason as EndReason | null,
+    failureReason: r.failure_reason as FailureReason | null,
     failureDetail: r.failure_detail as string | null,
     redispatches: Number(r.redispatches),
     promptTokens: numOrNull(r.prompt_tokens),
@@ -243,8 +242,6 @@ interface Mirror {
   nextSeq: number[];
   timers: Map<string, number>;
 }
-
-type EndState = "completed" | "truncated" | "failed";
 
 export class GroupStore {
   private readonly sql: SqlStorage;
@@ -596,10 +593,10 @@ export class GroupStore {
     const episode = this.episode(idx);
     const turn = episode.turns - 1;
     const first = this.m.nextSeq[idx] ?? 0;
-    const ending: [EndState, string] | null = step.done
-      ? ["completed", "done"]
+    const ending: EpisodeEnd | null = step.done
+      ? { state: "completed", reason: END.done }
       : episode.maxTurns !== null && episode.turns >= episode.maxTurns
-        ? ["completed", "max_turns"]
+        ? { state: "completed", reason: END.max_turns }
         : null;
     const finishedAt = this.now();
     this.storage.transactionSync(() => {
@@ -619,53 +616,41 @@ export class GroupStore {
         );
       } else {
         this.sql.exec("UPDATE episodes SET response_text = ? WHERE idx = ?", responseText, idx);
-        this.writeEnd(idx, ending[0], ending[1], undefined, finishedAt);
+        this.writeEnd(idx, ending, finishedAt);
       }
     });
     this.m.nextSeq[idx] = first + step.messages.length;
     this.patchEpisode(idx, { responseText, state: "generating" });
-    if (ending !== null) this.mirrorEnd(idx, ending[0], ending[1], undefined, finishedAt);
+    if (ending !== null) this.mirrorEnd(idx, ending, finishedAt);
   }
 
   /** Ends an episode with a recorded status and reason; a failure also keeps its detail. */
-  finish(idx: number, state: EndState, endReason: string, detail?: string): void {
+  finish(idx: number, end: EpisodeEnd): void {
     const finishedAt = this.now();
-    this.storage.transactionSync(() => this.writeEnd(idx, state, endReason, detail, finishedAt));
-    this.mirrorEnd(idx, state, endReason, detail, finishedAt);
+    this.storage.transactionSync(() => this.writeEnd(idx, end, finishedAt));
+    this.mirrorEnd(idx, end, finishedAt);
   }
 
-  private writeEnd(
-    idx: number,
-    state: EndState,
-    endReason: string,
-    detail: string | undefined,
-    finishedAt: number,
-  ) {
+  private writeEnd(idx: number, end: EpisodeEnd, finishedAt: number) {
     this.sql.exec(
       `UPDATE episodes SET state = ?, end_reason = ?, failure_reason = ?, failure_detail = ?, finished_at = ?
        WHERE idx = ?`,
-      state,
-      endReason,
-      state === "failed" ? endReason : null,
-      detail ?? null,
+      end.state,
+      end.reason,
+      end.state === "failed" ? end.reason : null,
+      "detail" in end ? (end.detail ?? null) : null,
       finishedAt,
       idx,
     );
     this.sql.exec("DELETE FROM generations WHERE idx = ?", idx);
   }
 
-  private mirrorEnd(
-    idx: number,
-    state: EndState,
-    endReason: string,
-    detail: string | undefined,
-    finishedAt: number,
-  ) {
+  private mirrorEnd(idx: number, end: EpisodeEnd, finishedAt: number) {
     this.patchEpisode(idx, {
-      state,
-      endReason,
-      failureReason: state === "failed" ? endReason : null,
-      failureDetail: detail ?? null,
+      state: end.state,
+      endReason: end.reason,
+      failureReason: end.state === "failed" ? end.reason : null,
+      failureDetail: "detail" in end ? (end.detail ?? null) : null,
       finishedAt,
     });
     this.m.generations.delete(idx);

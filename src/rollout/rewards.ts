@@ -13,7 +13,8 @@ import {
 } from "../sdk";
 import { episodeId, type GroupSpec } from "./group-spec";
 import type { EpisodeRow, GroupStore, MessageRow } from "./group-store";
-import { withTimeout } from "./timeout";
+import { END, failed } from "./outcomes";
+import { type Timed, withTimeout } from "./timeout";
 
 function episodeForScoring(
   episode: EpisodeRow,
@@ -46,9 +47,9 @@ export async function scoreEpisodes(
   // One read for the whole group, not one per episode.
   const messages = store.messagesByEpisode();
   const steps = store.stepsByEpisode();
-  let outcomes: ScoreOutcome[] | "timeout";
+  let graded: Timed<ScoreOutcome[]>;
   try {
-    outcomes = await withTimeout(
+    graded = await withTimeout(
       scoreWorker.score({
         env: spec.request.env,
         example: spec.request.example,
@@ -59,11 +60,12 @@ export async function scoreEpisodes(
   } catch (error) {
     return { ok: false, error: `score worker: ${errorMessage(error)}` };
   }
-  if (outcomes === "timeout") return { ok: false, error: "scoreEpisodes ran past SCORE_TIMEOUT_S" };
+  if (graded.kind === "timeout")
+    return { ok: false, error: "scoreEpisodes ran past SCORE_TIMEOUT_S" };
   gradable.forEach((episode, i) => {
-    const outcome = outcomes[i];
+    const outcome = graded.value[i];
     if (outcome?.ok) store.recordReward(episode.idx, outcome.reward);
-    else store.finish(episode.idx, "failed", "score_error", outcome?.error ?? "no grade returned");
+    else store.finish(episode.idx, failed(END.score_error, outcome?.error ?? "no grade returned"));
   });
   return { ok: true };
 }
@@ -72,7 +74,7 @@ export async function scoreEpisodes(
 export function failUngraded(store: GroupStore, error: string): void {
   for (const episode of store.episodes()) {
     if (episode.state !== "failed" && episode.reward === null)
-      store.finish(episode.idx, "failed", "score_error", error);
+      store.finish(episode.idx, failed(END.score_error, error));
   }
 }
 

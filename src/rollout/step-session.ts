@@ -22,6 +22,17 @@ const OPEN_TIMEOUT_MS = 5_000;
 /** Broken sessions in a row after which the episode stops asking for sessions. */
 const FAILURES_BEFORE_GIVING_UP = 3;
 
+/** What became of a step sent through a session. */
+export type SessionStep =
+  /** The environment answered (which may be its own error). */
+  | { kind: "answered"; call: EnvCall<EnvironmentStepResult> }
+  /** The step ran past its deadline. */
+  | { kind: "timeout" }
+  /** No session could take the step: run it on an invocation of its own. */
+  | { kind: "retry_alone" };
+
+const RETRY_ALONE: SessionStep = { kind: "retry_alone" };
+
 export class EpisodeStepSession {
   private session: StepSessionApi | null = null;
   private served = 0;
@@ -43,32 +54,32 @@ export class EpisodeStepSession {
   ) {}
 
   /**
-   * Steps the action at the end of `messages`. "retry_alone": no session could take the step;
+   * Steps the action at the end of `messages`. `retry_alone`: no session could take the step;
    * the caller runs it on an invocation of its own.
    */
-  async step(
-    messages: ChatMessage[],
-    timeoutMs: number,
-  ): Promise<EnvCall<EnvironmentStepResult> | "timeout" | "retry_alone"> {
-    if (this.failures >= FAILURES_BEFORE_GIVING_UP) return "retry_alone";
+  async step(messages: ChatMessage[], timeoutMs: number): Promise<SessionStep> {
+    if (this.failures >= FAILURES_BEFORE_GIVING_UP) return RETRY_ALONE;
     try {
       const session = await this.open();
-      if (session === null) return "retry_alone";
+      if (session === null) return RETRY_ALONE;
       this.served++;
       const deadline = Date.now() + timeoutMs;
-      const expired = new Promise<"timeout">((resolve) => {
-        this.inFlight = { deadline, expire: () => resolve("timeout") };
+      const expired = new Promise<SessionStep>((resolve) => {
+        this.inFlight = { deadline, expire: () => resolve({ kind: "timeout" }) };
       });
       this.wakeBy(deadline);
-      const result = await Promise.race([session.step(messages), expired]);
-      if (result === "timeout") this.close();
+      const result = await Promise.race([
+        session.step(messages).then((call): SessionStep => ({ kind: "answered", call })),
+        expired,
+      ]);
+      if (result.kind === "timeout") this.close();
       this.failures = 0;
       return result;
     } catch (error) {
       this.failures++;
       console.warn(`step session failed, stepping on its own invocation: ${errorMessage(error)}`);
       this.close();
-      return "retry_alone";
+      return RETRY_ALONE;
     } finally {
       this.inFlight = null;
       this.lastUsedAt = Date.now();
@@ -103,15 +114,15 @@ export class EpisodeStepSession {
     if (this.session !== null && this.served < STEPS_PER_SESSION) return this.session;
     this.close();
     const opening = this.worker.session(this.request);
-    const session = await withTimeout(opening, OPEN_TIMEOUT_MS);
-    if (session === "timeout") {
+    const opened = await withTimeout(opening, OPEN_TIMEOUT_MS);
+    if (opened.kind === "timeout") {
       // Released whenever it does arrive; this step goes on without it.
       opening.then(release, () => {});
       this.failures++;
       return null;
     }
-    this.session = session;
-    return session;
+    this.session = opened.value;
+    return opened.value;
   }
 
   /** Ends the session's invocation; the next step opens a new one. */

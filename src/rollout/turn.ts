@@ -5,7 +5,7 @@
  */
 import { type Config, generationDeadlineMs } from "../config";
 import type { StepWorkerApi } from "../env-workers/step-worker";
-import { generate } from "../inference/client";
+import { type GenerationFailure, generate } from "../inference/client";
 import {
   type ChatMessage,
   errorMessage,
@@ -15,9 +15,17 @@ import {
 } from "../sdk";
 import { type GroupSpec, generationSeed } from "./group-spec";
 import type { GroupStore } from "./group-store";
+import { END, type FailureReason, failed } from "./outcomes";
 import type { Permits } from "./permits";
+import { answerOf, callStepWorker } from "./step-call";
 import { EpisodeStepSession } from "./step-session";
-import { withTimeout } from "./timeout";
+
+/** The inference client's failures, as the episode's end reasons. */
+const INFERENCE_FAILURE: Record<GenerationFailure, FailureReason> = {
+  rejected: END.inference_rejected,
+  unavailable: END.inference_unavailable,
+  malformed: END.inference_malformed,
+};
 
 export interface GroupRuntime {
   spec: GroupSpec;
@@ -37,9 +45,6 @@ export function permitLeaseMs(rt: GroupRuntime): number {
   return generationDeadlineMs(rt.config, rt.spec.request.max_context_tokens) + 60_000;
 }
 
-/** Attempts at reaching the step worker itself (not environment errors) before giving up. */
-const STEP_CALL_ATTEMPTS = 3;
-
 /** A rough token count for text the host has not counted yet; the host's own answer decides. */
 function estimateTokens(messages: readonly ChatMessage[]): number {
   return messages.reduce((sum, m) => sum + Math.ceil(m.content.length / 4) + 4, 0);
@@ -57,62 +62,19 @@ function fitsContext(rt: GroupRuntime, idx: number, transcript: readonly ChatMes
   return used + request.sampling.max_completion_tokens <= request.max_context_tokens;
 }
 
-/**
- * The runtime cancels an environment whose code hangs or exhausts its limits; that is the
- * environment's fault, so it ends the episode at once instead of being retried like a lost call.
- */
-function environmentFault(message: string): { reason: string; detail: string } | null {
-  if (/code had hung|never generate a response/i.test(message)) {
-    return { reason: "step_timeout", detail: `the environment hung: ${message}` };
-  }
-  if (/exceeded (its )?(CPU|memory)|CPU time limit|memory limit/i.test(message))
-    return { reason: "env_error", detail: message };
-  return null;
-}
-
-async function callStepWorker<T>(
-  rt: GroupRuntime,
-  idx: number,
-  what: string,
-  call: () => Promise<T>,
-) {
-  const timeoutMs = rt.config.STEP_TIMEOUT_S * 1000;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await withTimeout(call(), timeoutMs);
-    } catch (error) {
-      const fault = environmentFault(errorMessage(error));
-      if (fault !== null) {
-        rt.store.finish(idx, "failed", fault.reason, `${what}: ${fault.detail}`);
-        return null;
-      }
-      if (attempt >= STEP_CALL_ATTEMPTS) {
-        rt.store.finish(idx, "failed", "step_unavailable", `${what}: ${errorMessage(error)}`);
-        return null;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
-    }
-  }
-}
-
 /** Opens the episode; returns the opening messages it recorded (none if it ended instead). */
 async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage[]> {
   const { env, example, prompt_text: promptText } = rt.spec.request;
-  const result = await callStepWorker(rt, idx, "open", () =>
+  const answer = await callStepWorker("startEpisode", rt.config.STEP_TIMEOUT_S * 1000, () =>
     rt.stepWorker.open({ env, example, promptText }),
   );
-  if (result === null) return [];
   await rt.writeTurn();
-  if (result === "timeout") {
-    rt.store.finish(idx, "failed", "step_timeout", "startEpisode ran past STEP_TIMEOUT_S");
+  if (answer.kind === "ended") {
+    rt.store.finish(idx, answer.end);
     return [];
   }
-  if (!result.ok) {
-    rt.store.finish(idx, "failed", "env_error", result.error);
-    return [];
-  }
-  rt.store.recordOpening(idx, result.value.messages, result.value.maxTurns);
-  return result.value.messages;
+  rt.store.recordOpening(idx, answer.value.messages, answer.value.maxTurns);
+  return answer.value.messages;
 }
 
 /**
@@ -139,17 +101,13 @@ async function sample(
   if (pending?.state === "sent") {
     // Sent by an earlier instance of this object and lost with it: not a timeout, a re-dispatch.
     if (store.episode(idx).redispatches >= config.MAX_REDISPATCHES) {
-      store.finish(
-        idx,
-        "failed",
-        "redispatch_limit",
-        `generation lost to ${config.MAX_REDISPATCHES + 1} restarts`,
-      );
+      const lost = `generation lost to ${config.MAX_REDISPATCHES + 1} restarts`;
+      store.finish(idx, failed(END.redispatch_limit, lost));
       return;
     }
     store.recordRedispatch(idx);
   } else if (pending === null && !fitsContext(rt, idx, transcript)) {
-    store.finish(idx, "truncated", "context_budget");
+    store.finish(idx, { state: "truncated", reason: END.context_budget });
     return;
   }
   const generation = store.generation(idx);
@@ -204,11 +162,15 @@ async function sample(
     case "timeout":
       // The output of a timed-out attempt is dropped: it never reaches the environment.
       return recordTimeout(rt, idx, outcome.attempts, windowMs);
-    case "context_length":
-      store.finish(idx, "truncated", "context_length", outcome.message);
+    case "context_exceeded":
+      store.finish(idx, {
+        state: "truncated",
+        reason: END.context_length,
+        detail: outcome.message,
+      });
       return;
     case "failed":
-      store.finish(idx, "failed", outcome.reason, outcome.message);
+      store.finish(idx, failed(INFERENCE_FAILURE[outcome.failure], outcome.message));
       return;
   }
 }
@@ -221,12 +183,8 @@ function recordTimeout(
   windowMs: number,
 ): undefined {
   if (rt.store.recordTimeout(idx, attempts) >= 2) {
-    rt.store.finish(
-      idx,
-      "failed",
-      "generation_timeout",
-      `two attempts ran past the ${windowMs / 1000} s deadline`,
-    );
+    const late = `two attempts ran past the ${windowMs / 1000} s deadline`;
+    rt.store.finish(idx, failed(END.generation_timeout, late));
   }
   return undefined;
 }
@@ -238,21 +196,19 @@ async function step(
   session: EpisodeStepSession,
 ): Promise<void> {
   const { env, example } = rt.spec.request;
-  const viaSession = await session.step(transcript, rt.config.STEP_TIMEOUT_S * 1000);
-  const result =
-    viaSession !== "retry_alone"
-      ? viaSession
-      : await callStepWorker(rt, idx, "step", () =>
+  const timeoutMs = rt.config.STEP_TIMEOUT_S * 1000;
+  const viaSession = await session.step(transcript, timeoutMs);
+  const answer =
+    viaSession.kind === "retry_alone"
+      ? await callStepWorker("stepEpisode", timeoutMs, () =>
           rt.stepWorker.step({ env, example, messages: transcript }),
-        );
-  if (result === null) return;
+        )
+      : answerOf("stepEpisode", viaSession.kind === "timeout" ? "timeout" : viaSession.call);
   await rt.writeTurn();
-  if (result === "timeout")
-    return rt.store.finish(idx, "failed", "step_timeout", "stepEpisode ran past STEP_TIMEOUT_S");
-  if (!result.ok) return rt.store.finish(idx, "failed", "env_error", result.error);
+  if (answer.kind === "ended") return rt.store.finish(idx, answer.end);
   const action = transcript.at(-1) as ChatMessage;
-  rt.store.recordStep(idx, result.value, responseTextAfter(result.value, action.content));
-  transcript.push(...result.value.messages);
+  rt.store.recordStep(idx, answer.value, responseTextAfter(answer.value, action.content));
+  transcript.push(...answer.value.messages);
 }
 
 /** Runs one episode from wherever its stored state says it is until it ends. */
@@ -272,7 +228,7 @@ export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void>
         else return;
       } catch (error) {
         // Nothing is dropped silently: an unexpected fault still ends the episode with a reason.
-        rt.store.finish(idx, "failed", "internal_error", `${state}: ${errorMessage(error)}`);
+        rt.store.finish(idx, failed(END.internal_error, `${state}: ${errorMessage(error)}`));
       }
     }
   } finally {

@@ -210,7 +210,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const fault = chooseFault(directives, attempt, turn, random);
     const prompt = promptTokens(parsed);
     if (directives.contextLimit !== undefined && prompt > directives.contextLimit) {
-      record(parsed.model, "context_length");
+      record(parsed.model, "context_exceeded");
       return json(res, 400, {
         error: {
           message: `This model's maximum context length is ${directives.contextLimit} tokens. However, you requested ${prompt} tokens.`,

@@ -10,6 +10,7 @@ import { type LocalStack, startLocalStack } from "../../src/cli/local-stack";
 import { runJob } from "../../src/cli/run-job";
 import { runSql } from "../../src/cli/sql";
 import { EdgerollClient } from "../../src/client/edgeroll-client";
+import { END } from "../../src/rollout/outcomes";
 
 const CHROMIUM = process.env.EDGEROLL_CHROMIUM ?? "/usr/bin/chromium";
 const ARTIFACTS = resolve(import.meta.dirname, "../../artifacts");
@@ -68,7 +69,7 @@ describe("the dashboard", () => {
     expect(await trend.locator("polyline").count()).toBeGreaterThanOrEqual(1);
     expect(await trend.locator("circle").count()).toBeGreaterThanOrEqual(4);
     expect(await page.getByTestId("runs").textContent()).toContain(RUN);
-    expect(await page.getByTestId("failures").textContent()).toContain("inference_malformed");
+    expect(await page.getByTestId("failures").textContent()).toContain(END.inference_malformed);
     await page.screenshot({ path: join(ARTIFACTS, "dashboard-overview.png"), fullPage: true });
     expect(statSync(join(ARTIFACTS, "dashboard-overview.png")).size).toBeGreaterThan(20_000);
   });

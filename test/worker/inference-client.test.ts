@@ -110,7 +110,7 @@ describe("the inference client", () => {
       expect(await call("sim+malformed:1", options)).toMatchObject({ kind: "ok", attempts: 2 });
       expect(await call("sim+cut", { ...options, maxRetries: 1 })).toMatchObject({
         kind: "failed",
-        reason: "inference_malformed",
+        failure: "malformed",
       });
       expect(await call("sim+stall", { ...options, deadlineMs: 300 })).toMatchObject({
         kind: "timeout",
@@ -172,24 +172,24 @@ describe("the inference client", () => {
   it("gives up after its retries with the reason of the last fault", async () => {
     expect(await call("sim+fail:503", { maxRetries: 2 })).toMatchObject({
       kind: "failed",
-      reason: "inference_unavailable",
+      failure: "unavailable",
       attempts: 3,
     });
     expect(await call("sim+malformed", { maxRetries: 1 })).toMatchObject({
       kind: "failed",
-      reason: "inference_malformed",
+      failure: "malformed",
       attempts: 2,
     });
   });
 
   it("does not retry a 4xx: the host will not do it", async () => {
     const outcome = await call("sim+fail:400");
-    expect(outcome).toMatchObject({ kind: "failed", reason: "inference_rejected", attempts: 1 });
+    expect(outcome).toMatchObject({ kind: "failed", failure: "rejected", attempts: 1 });
   });
 
   it("recognises a context-length rejection", async () => {
     const outcome = await call("sim+context:5");
-    expect(outcome).toMatchObject({ kind: "context_length", attempts: 1 });
+    expect(outcome).toMatchObject({ kind: "context_exceeded", attempts: 1 });
   });
 
   it("hands back a long Retry-After instead of sleeping on it", async () => {
@@ -202,9 +202,9 @@ describe("the inference client", () => {
 
   it("stops retrying when the wait would outlast the deadline, and reports why", async () => {
     const outcome = await call("sim+fail:503:1+retryafter:3", { deadlineMs: 2000 });
-    expect(outcome).toMatchObject({ kind: "failed", reason: "inference_unavailable", attempts: 1 });
+    expect(outcome).toMatchObject({ kind: "failed", failure: "unavailable", attempts: 1 });
     const malformed = await call("sim+malformed", { deadlineMs: 400, maxRetries: 10 });
-    expect(malformed).toMatchObject({ kind: "failed", reason: "inference_malformed" });
+    expect(malformed).toMatchObject({ kind: "failed", failure: "malformed" });
     if (malformed.kind === "failed") expect(malformed.message).toMatch(/no time left to retry/);
   });
 

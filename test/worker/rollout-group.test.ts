@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { GuessNumber, parseGuess } from "../../src/environments/guess-number";
 import { registerEnvironment } from "../../src/environments/registry";
+import { END } from "../../src/rollout/outcomes";
 import {
   assembleEpisode,
   type ChatMessage,
@@ -126,7 +127,7 @@ describe("generation deadlines", () => {
     expect(group.failure_reason).toBe("every episode failed: generation_timeout x1");
     expect(group.failures).toEqual([
       expect.objectContaining({
-        reason: "generation_timeout",
+        reason: END.generation_timeout,
         detail: "two attempts ran past the 2 s deadline",
       }),
     ]);
@@ -143,7 +144,7 @@ describe("generation deadlines", () => {
     });
     const group = await waitForGroup(id);
     const episode = await getEpisode(group.episodes[0].episode_id);
-    expect(episode.failure_reason).toBe("generation_timeout");
+    expect(episode.failure_reason).toBe(END.generation_timeout);
     expect(episode.messages.filter((m: Json) => m.role === "assistant")).toEqual([]);
     expect(episode.turns).toBe(0);
     expect(episode.advantage).toBeNull();
@@ -177,7 +178,7 @@ describe("environment failures", () => {
     expect(finished.length).toBeGreaterThan(0);
     expect(failed.length + finished.length).toBe(6);
     for (const episode of failed) {
-      expect(episode.failure_reason).toBe("env_error");
+      expect(episode.failure_reason).toBe(END.env_error);
       expect(episode.failure_detail).toMatch(/^Error: odd guess \d*[13579]$/);
       expect(episode.advantage).toBeNull();
     }
@@ -241,7 +242,7 @@ describe("the context window", () => {
       sampling: { model: "sim", temperature: 0, max_completion_tokens: 64 },
     });
     const [episode] = (await waitForGroup(id)).episodes;
-    expect(episode).toMatchObject({ state: "truncated", end_reason: "context_budget" });
+    expect(episode).toMatchObject({ state: "truncated", end_reason: END.context_budget });
     expect(episode.turns).toBeGreaterThan(0);
     expect(episode.score).toBe(0);
   });
@@ -254,7 +255,7 @@ describe("the context window", () => {
       sampling: { model: "sim+context:150", temperature: 0 },
     });
     const [episode] = (await waitForGroup(id)).episodes;
-    expect(episode).toMatchObject({ state: "truncated", end_reason: "context_length" });
+    expect(episode).toMatchObject({ state: "truncated", end_reason: END.context_length });
     expect(episode.turns).toBeGreaterThan(0);
   });
 

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { END } from "../../src/rollout/outcomes";
 import { api, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
 
 async function rows(query: string) {
@@ -55,7 +56,7 @@ describe("SQL views over episode logs", () => {
     const failures = await rows("SELECT * FROM failures_by_reason WHERE env = 'exact-answer'");
     expect(failures).toEqual([
       expect.objectContaining({
-        reason: "inference_rejected",
+        reason: END.inference_rejected,
         episodes: 2,
         example_detail: expect.stringMatching(/400/),
       }),
@@ -109,8 +110,8 @@ describe("GET /v1/episodes", () => {
   it("filters by status and success, and carries transcripts", async () => {
     const failed = (await (await api("/v1/episodes?run_id=views&status=failed")).json()) as Json;
     expect(failed.episodes.map((e: Json) => e.failure_reason)).toEqual([
-      "inference_rejected",
-      "inference_rejected",
+      END.inference_rejected,
+      END.inference_rejected,
     ]);
     const wins = (await (
       await api("/v1/episodes?run_id=views&success=true&include=sft")

@@ -80,8 +80,8 @@ describe("an episode's step session", () => {
       for (let turn = 0; turn < 5; turn++) {
         const viaSession = await session.step(transcriptAt(turn), 5000);
         const alone = await worker.step({ ...request, messages: transcriptAt(turn) });
-        expect(viaSession).toEqual(alone);
-        const value = (viaSession as { value: EnvironmentStepResult }).value;
+        expect(viaSession).toEqual({ kind: "answered", call: alone });
+        const value = (alone as { value: EnvironmentStepResult }).value;
         expect(value.metadata).toEqual({ guess: turn + 1, served: 1 });
       }
     } finally {
@@ -95,7 +95,7 @@ describe("an episode's step session", () => {
     try {
       for (let turn = 0; turn < STEPS_PER_SESSION + 2; turn++) {
         const result = await session.step(transcriptAt(turn), 5000);
-        expect(result).toMatchObject({ ok: true });
+        expect(result).toMatchObject({ kind: "answered", call: { ok: true } });
       }
       expect(counts.sessions).toBe(2);
     } finally {
@@ -108,13 +108,13 @@ describe("an episode's step session", () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     const { wrapped, counts } = countingWorker("broken");
     const session = new EpisodeStepSession(wrapped, request);
-    expect(await session.step(transcriptAt(0), 5000)).toBe("retry_alone");
+    expect(await session.step(transcriptAt(0), 5000)).toEqual({ kind: "retry_alone" });
     // The broken session is dropped: the next step asks for a new one.
-    expect(await session.step(transcriptAt(1), 5000)).toBe("retry_alone");
+    expect(await session.step(transcriptAt(1), 5000)).toEqual({ kind: "retry_alone" });
     expect(counts.sessions).toBe(2);
     // After three broken sessions in a row the episode stops asking for more.
-    expect(await session.step(transcriptAt(2), 5000)).toBe("retry_alone");
-    expect(await session.step(transcriptAt(3), 5000)).toBe("retry_alone");
+    expect(await session.step(transcriptAt(2), 5000)).toEqual({ kind: "retry_alone" });
+    expect(await session.step(transcriptAt(3), 5000)).toEqual({ kind: "retry_alone" });
     expect(counts.sessions).toBe(3);
     session.close();
     expect(warn).toHaveBeenCalledTimes(3);
@@ -128,7 +128,7 @@ describe("an episode's step session", () => {
     const { wrapped, counts } = countingWorker("stuck");
     const session = new EpisodeStepSession(wrapped, request);
     // The step's own timeout is longer than the 5 s a session may take to open.
-    expect(await session.step(transcriptAt(0), 20_000)).toBe("retry_alone");
+    expect(await session.step(transcriptAt(0), 20_000)).toEqual({ kind: "retry_alone" });
     expect(counts.sessions).toBe(1);
     session.close();
   });
@@ -137,8 +137,8 @@ describe("an episode's step session", () => {
     const { wrapped, counts } = countingWorker();
     const session = new EpisodeStepSession(wrapped, { env: "steps-slowly", example });
     try {
-      expect(await session.step(transcriptAt(0), 300)).toBe("timeout");
-      expect(await session.step(transcriptAt(1), 300)).toBe("timeout");
+      expect(await session.step(transcriptAt(0), 300)).toEqual({ kind: "timeout" });
+      expect(await session.step(transcriptAt(1), 300)).toEqual({ kind: "timeout" });
       // The invocation may still be running the stuck step: the next one does not go there.
       expect(counts.sessions).toBe(2);
     } finally {
@@ -150,7 +150,10 @@ describe("an episode's step session", () => {
     const session = new EpisodeStepSession(worker, { env: "no-such-env", example });
     try {
       const result = await session.step(transcriptAt(0), 5000);
-      expect(result).toMatchObject({ ok: false, error: expect.stringMatching(/no-such-env/) });
+      expect(result).toMatchObject({
+        kind: "answered",
+        call: { ok: false, error: expect.stringMatching(/no-such-env/) },
+      });
     } finally {
       session.close();
     }
