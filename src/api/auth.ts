@@ -7,6 +7,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
+import { hex, sha256 } from "../utils/digest";
 import { ApiError } from "./errors";
 
 export const ROLES = ["producer", "trainer", "reader"] as const;
@@ -30,12 +31,6 @@ export type AuthVariables = {
 
 const COOKIE = "edgeroll_token";
 const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
-
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-}
-
-const hex = (bytes: Uint8Array) => [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 const grantsCache = new WeakMap<object, Promise<Grant[] | null>>();
 

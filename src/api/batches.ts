@@ -5,9 +5,11 @@ import { configFrom } from "../config";
 import { readBatchGroups } from "../trainer/batch-format";
 import { LeaseRequestSchema } from "../trainer/lease-request";
 import { ackBatch, claimGroups, releaseBatch, type Settlement } from "../trainer/leases";
+import { ackView, batchView, releaseView } from "../views/responses";
 import type { AuthVariables } from "./auth";
 import { ApiError, invalidRequest } from "./errors";
 
+/** What a settlement means for the caller: done now, done before, or refused with a 4xx. */
 function settled(batchId: string, settlement: Settlement, verb: "acked" | "released") {
   if (settlement.outcome === "not_found")
     throw new ApiError(404, "not_found", `no batch ${batchId}`);
@@ -26,15 +28,9 @@ function settled(batchId: string, settlement: Settlement, verb: "acked" | "relea
         `batch ${batchId} was already ${settlement.state}; it cannot be ${verb}`,
       );
     }
-    return { batch_id: batchId, [`${verb}_groups`]: 0, lost_groups: 0, [`already_${verb}`]: true };
+    return "already";
   }
-  return {
-    batch_id: batchId,
-    [`${verb}_groups`]: settlement.groups,
-    // Groups whose lease ran out and went to another trainer (or were parked) before this call.
-    lost_groups: settlement.lost,
-    [`already_${verb}`]: false,
-  };
+  return settlement;
 }
 
 export const batchRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
@@ -51,17 +47,18 @@ export const batchRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>
         configFrom(c.env).MAX_DELIVERIES,
         c.get("principal"),
       );
-      if (claim.groupIds.length === 0)
-        return c.json({ batch_id: null, lease_expires_at: null, groups: [] });
+      if (claim.groupIds.length === 0) return c.json(batchView(null, []));
       const groups = await readBatchGroups(c.env.DB, claim.groupIds, request.include);
-      return c.json({ batch_id: claim.batchId, lease_expires_at: claim.leaseExpiresAt, groups });
+      return c.json(batchView(claim, groups));
     },
   )
   .post("/batches/:id/ack", async (c) => {
     const id = c.req.param("id");
-    return c.json(settled(id, await ackBatch(c.env.DB, id, c.get("principal")), "acked"));
+    const settlement = await ackBatch(c.env.DB, id, c.get("principal"));
+    return c.json(ackView(id, settled(id, settlement, "acked")));
   })
   .post("/batches/:id/release", async (c) => {
     const id = c.req.param("id");
-    return c.json(settled(id, await releaseBatch(c.env.DB, id, c.get("principal")), "released"));
+    const settlement = await releaseBatch(c.env.DB, id, c.get("principal"));
+    return c.json(releaseView(id, settled(id, settlement, "released")));
   });

@@ -5,8 +5,9 @@ import { z } from "zod";
 import { findEpisode, listEpisodes } from "../db/queries";
 import { episodeForTrainer } from "../trainer/batch-format";
 import { INCLUDE } from "../trainer/lease-request";
+import { episodeView } from "../views/episode-view";
+import { episodePageView } from "../views/responses";
 import { ApiError, invalidRequest } from "./errors";
-import { episodeView } from "./views";
 
 const ListQuerySchema = z.strictObject({
   run_id: z.string().min(1).optional(),
@@ -49,19 +50,18 @@ export const episodeRoutes = new Hono<{ Bindings: Env }>()
         query.limit,
       );
       const last = page.episodes.at(-1);
-      return c.json({
-        episodes: page.episodes.map((e) => ({
-          group_id: e.groupId,
-          run_id: e.runId,
-          env: e.env,
-          example_id: e.exampleId,
-          ...episodeForTrainer(e, page.transcripts.get(e.id) ?? [], query.include),
-        })),
-        next_cursor:
-          last && page.episodes.length === query.limit
-            ? btoa(JSON.stringify([last.finishedAt, last.id]))
-            : null,
-      });
+      const episodes = page.episodes.map((e) => ({
+        group_id: e.groupId,
+        run_id: e.runId,
+        env: e.env,
+        example_id: e.exampleId,
+        ...episodeForTrainer(e, page.transcripts.get(e.id) ?? [], query.include),
+      }));
+      const next =
+        last && page.episodes.length === query.limit
+          ? btoa(JSON.stringify([last.finishedAt, last.id]))
+          : null;
+      return c.json(episodePageView(episodes, next));
     },
   )
   .get("/episodes/:id", async (c) => {

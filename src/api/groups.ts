@@ -1,17 +1,18 @@
 /** Routes for rollout groups and their episodes. */
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
-import { findGroup, groupEpisodes } from "../db/queries";
 import {
   environmentNames,
   isRegisteredEnvironment,
   loadEnvironment,
 } from "../environments/registry";
+import { rolloutGroup } from "../rollout/bindings";
 import { newGroupSpec } from "../rollout/group-ids";
 import { type StartGroupRequest, StartGroupRequestSchema } from "../rollout/group-spec";
 import { errorMessage, openEpisode, turnBudget } from "../sdk";
+import { findGroupView } from "../views/group-view";
+import { startedGroupView } from "../views/responses";
 import { ApiError, invalidRequest } from "./errors";
-import { landedGroupView, liveGroupView } from "./views";
 
 const StartGroupBody = StartGroupRequestSchema.superRefine((request, ctx) => {
   if (!isRegisteredEnvironment(request.env)) {
@@ -24,7 +25,6 @@ const StartGroupBody = StartGroupRequestSchema.superRefine((request, ctx) => {
 });
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-const GROUP_ID = /^g_[0-9a-z]{20,32}$/;
 
 /** The environment must accept the example before anything is stored. */
 async function checkExample(request: StartGroupRequest): Promise<void> {
@@ -39,10 +39,6 @@ async function checkExample(request: StartGroupRequest): Promise<void> {
       `environment "${request.env}" rejected the example: ${errorMessage(error)}`,
     );
   }
-}
-
-function groupStub(env: Env, groupId: string) {
-  return env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(groupId));
 }
 
 export const groupRoutes = new Hono<{ Bindings: Env }>()
@@ -63,7 +59,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
       }
       await checkExample(request);
       const spec = await newGroupSpec(request, key);
-      const started = await groupStub(c.env, spec.groupId).start(spec);
+      const started = await rolloutGroup(c.env, spec.groupId).start(spec);
       if (started.outcome === "conflict") {
         throw new ApiError(
           409,
@@ -71,31 +67,12 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
           "Idempotency-Key was already used with a different request body",
         );
       }
-      return c.json(
-        {
-          group_id: spec.groupId,
-          status_url: `/v1/groups/${spec.groupId}`,
-          created: started.outcome === "created",
-        },
-        202,
-      );
+      return c.json(startedGroupView(spec.groupId, started.outcome === "created"), 202);
     },
   )
   .get("/groups/:id", async (c) => {
     const id = c.req.param("id");
-    const notFound = new ApiError(404, "not_found", `no group ${id}`);
-    if (!GROUP_ID.test(id)) throw notFound;
-    const landed = async () => {
-      const group = await findGroup(c.env.DB, id);
-      if (group === undefined || group.status === "running") return undefined;
-      return landedGroupView(group, await groupEpisodes(c.env.DB, id));
-    };
-    const before = await landed();
-    if (before) return c.json(before);
-    const live = await groupStub(c.env, id).status();
-    if (live) return c.json(liveGroupView(live));
-    // It may have landed between the two reads.
-    const after = await landed();
-    if (after) return c.json(after);
-    throw notFound;
+    const group = await findGroupView(c.env, id);
+    if (group === null) throw new ApiError(404, "not_found", `no group ${id}`);
+    return c.json(group);
   });

@@ -3,61 +3,36 @@
  * anywhere `fetch` does (Node >= 18, browsers, Workers).
  */
 import type { z } from "zod";
-import type { episodeView, landedGroupView, liveGroupView } from "../api/views";
 import type { StartGroupRequestSchema } from "../rollout/group-spec";
-import type { episodeForTrainer, groupForTrainer } from "../trainer/batch-format";
 import type { LeaseRequestSchema } from "../trainer/lease-request";
+import { backoffDelayMs, sleep } from "../utils/backoff";
+import type { EpisodeView } from "../views/episode-view";
+import type { GroupView } from "../views/group-view";
+import type {
+  AckResult,
+  Batch,
+  EpisodePage,
+  ReleaseResult,
+  RunProgress,
+  StartedGroup,
+} from "../views/responses";
+
+// The answers' types come from the functions that build them on the Worker.
+export type { EpisodeView } from "../views/episode-view";
+export type { GroupView } from "../views/group-view";
+export type {
+  AckResult,
+  Batch,
+  EpisodePage,
+  ReleaseResult,
+  RunProgress,
+  StartedGroup,
+  TrainerEpisode,
+  TrainerGroup,
+} from "../views/responses";
 
 export type StartGroupInput = z.input<typeof StartGroupRequestSchema>;
 export type LeaseInput = z.input<typeof LeaseRequestSchema>;
-export type GroupView = ReturnType<typeof landedGroupView> | ReturnType<typeof liveGroupView>;
-export type EpisodeView = ReturnType<typeof episodeView>;
-export type TrainerGroup = ReturnType<typeof groupForTrainer>;
-export type TrainerEpisode = ReturnType<typeof episodeForTrainer>;
-
-export interface StartedGroup {
-  group_id: string;
-  status_url: string;
-  /** False when an Idempotency-Key matched a group started earlier. */
-  created: boolean;
-}
-
-export interface Batch {
-  /** Null when nothing was available: an empty batch is not an error. */
-  batch_id: string | null;
-  lease_expires_at: string | null;
-  groups: TrainerGroup[];
-}
-
-export interface AckResult {
-  batch_id: string;
-  acked_groups: number;
-  lost_groups: number;
-  already_acked: boolean;
-}
-
-export interface ReleaseResult {
-  batch_id: string;
-  released_groups: number;
-  lost_groups: number;
-  already_released: boolean;
-}
-
-export interface RunProgress {
-  run_id: string;
-  groups: { total: number; running: number; landed: number; failed: number };
-  episodes: { total: number; landed: number };
-}
-
-export interface EpisodePage {
-  episodes: (TrainerEpisode & {
-    group_id: string;
-    run_id: string;
-    env: string;
-    example_id: string;
-  })[];
-  next_cursor: string | null;
-}
 
 /** An answer with the API's error shape; carries the method, URL and the stable `code`. */
 export class EdgerollError extends Error {
@@ -115,7 +90,8 @@ export interface ClientOptions {
   attempts?: number;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Repeatable requests retry after 0.4 s, 0.8 s, ... up to 5 s. */
+const retryDelayMs = (attempt: number) => backoffDelayMs(attempt, { baseMs: 400, maxMs: 5000 });
 
 export class EdgerollClient {
   private readonly baseUrl: string;
@@ -155,11 +131,11 @@ export class EdgerollClient {
       } catch (error) {
         if (!repeatable || attempt >= this.attempts)
           throw new EdgerollConnectionError(method, url, error);
-        await sleep(200 * 2 ** attempt);
+        await sleep(retryDelayMs(attempt));
         continue;
       }
       if (response.status >= 500 && repeatable && attempt < this.attempts) {
-        await sleep(200 * 2 ** attempt);
+        await sleep(retryDelayMs(attempt));
         continue;
       }
       const json = (await response.json().catch(() => null)) as {

@@ -1,5 +1,5 @@
 /** The transcript viewer: an episode turn by turn, with credit and generation stats per turn. */
-import type { episodeView } from "../api/views";
+import type { episodeView } from "../views/episode-view";
 import { fmt, Layout, Pill } from "./layout";
 
 type Episode = ReturnType<typeof episodeView>;

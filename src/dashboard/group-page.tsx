@@ -1,5 +1,5 @@
 /** One group: its status and its episodes, each linking to the transcript viewer. */
-import type { EpisodeStatus } from "../rollout/group-object";
+import type { EpisodeStatus } from "../rollout/group-api";
 import { fmt, Layout, Pill } from "./layout";
 
 export interface GroupSummary {

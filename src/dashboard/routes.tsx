@@ -1,7 +1,8 @@
 /** The dashboard, served by the Worker: server-rendered pages over the same data as the API. */
 import { Hono } from "hono";
-import { episodeView, landedGroupView, liveGroupView } from "../api/views";
-import { findEpisode, findGroup, groupEpisodes } from "../db/queries";
+import { findEpisode } from "../db/queries";
+import { episodeView } from "../views/episode-view";
+import { findGroupView } from "../views/group-view";
 import { EpisodePage } from "./episode-page";
 import { GroupPage } from "./group-page";
 import { Layout } from "./layout";
@@ -25,15 +26,9 @@ export const dashboardRoutes = new Hono<{ Bindings: Env }>()
   })
   .get("/groups/:id", async (c) => {
     const id = c.req.param("id");
-    const landed = await findGroup(c.env.DB, id);
-    if (landed && landed.status !== "running") {
-      return c.html(
-        <GroupPage group={landedGroupView(landed, await groupEpisodes(c.env.DB, id))} />,
-      );
-    }
-    const live = await c.env.ROLLOUT_GROUP.get(c.env.ROLLOUT_GROUP.idFromName(id)).status();
-    if (live) return c.html(<GroupPage group={liveGroupView(live as never)} />);
-    return c.html(<NotFound what={`No group ${id}.`} />, 404);
+    const group = await findGroupView(c.env, id);
+    if (group === null) return c.html(<NotFound what={`No group ${id}.`} />, 404);
+    return c.html(<GroupPage group={group} />);
   })
   .get("/episodes/:id", async (c) => {
     const found = await findEpisode(c.env.DB, c.req.param("id"));

@@ -4,6 +4,7 @@
  * the attempt is aborted and its partial output discarded.
  */
 import { describeZodError } from "../sdk";
+import { backoffDelayMs } from "../utils/backoff";
 import {
   type Completion,
   CompletionBodySchema,
@@ -74,7 +75,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /** Exponential backoff with jitter, never shorter than what Retry-After asked for. */
 export function backoffMs(attempt: number, retryAfterS?: number): number {
-  const exponential = Math.min(250 * 2 ** (attempt - 1), 8000) * (0.5 + Math.random() / 2);
+  const exponential = backoffDelayMs(attempt, { baseMs: 250, maxMs: 8000, jitter: true });
   return Math.min(Math.max(exponential, (retryAfterS ?? 0) * 1000), 60_000);
 }
 

@@ -1,4 +1,7 @@
 /** Group ids and request fingerprints, and the spec of a new group made from them. */
+
+import { sha256Hex } from "../utils/digest";
+import { timeOrderedId } from "../utils/ids";
 import type { GroupSpec, StartGroupRequest } from "./group-spec";
 
 function canonical(value: unknown): unknown {
@@ -13,11 +16,6 @@ function canonical(value: unknown): unknown {
   return value;
 }
 
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /** Same request, same hash, whatever the key order. */
 export function requestHash(request: unknown): Promise<string> {
   return sha256Hex(JSON.stringify(canonical(request)));
@@ -30,12 +28,14 @@ export function requestHash(request: unknown): Promise<string> {
 export async function newGroupId(idempotencyKey: string | null): Promise<string> {
   if (idempotencyKey !== null)
     return `g_k${(await sha256Hex(`idempotency:${idempotencyKey}`)).slice(0, 24)}`;
-  const random = crypto.getRandomValues(new Uint8Array(8));
-  const suffix = [...random]
-    .map((b) => b.toString(36).padStart(2, "0"))
-    .join("")
-    .slice(0, 14);
-  return `g_${Date.now().toString(36).padStart(9, "0")}${suffix}`;
+  return timeOrderedId("g_");
+}
+
+const GROUP_ID = /^g_[0-9a-z]{20,32}$/;
+
+/** Whether `id` can name a group: checked before any lookup, so no object is made for junk. */
+export function isGroupId(id: string): boolean {
+  return GROUP_ID.test(id);
 }
 
 /** The spec a group is started with: its id, its request and that request's fingerprint. */

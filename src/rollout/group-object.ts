@@ -7,12 +7,12 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
-import type { ScoreWorkerApi } from "../env-workers/score-worker";
-import type { StepWorkerApi } from "../env-workers/step-worker";
 import { errorMessage } from "../sdk";
+import { backoffDelayMs } from "../utils/backoff";
+import { lander, scoreWorker, stepWorker } from "./bindings";
+import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api";
 import { episodeId, type GroupSpec } from "./group-spec";
 import { type GenerationRow, GroupStore } from "./group-store";
-import type { LanderApi } from "./lander";
 import {
   commitGroup,
   knownGroupHash,
@@ -28,31 +28,6 @@ import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
 import { driveEpisode, type GroupRuntime, permitLeaseMs } from "./turn";
 import { sharedWriteTurn } from "./write-turn";
 
-export type StartResult = { outcome: "created" | "existing" } | { outcome: "conflict" };
-
-export interface EpisodeStatus {
-  episode_id: string;
-  index: number;
-  state: string;
-  turns: number;
-  end_reason: string | null;
-  failure_reason: string | null;
-  failure_detail: string | null;
-  redispatches: number;
-  /** When a parked generation will be retried (ISO time), if it is parked. */
-  retry_at: string | null;
-  score: number | null;
-  advantage: number | null;
-}
-
-export interface LiveGroupStatus {
-  spec: GroupSpec;
-  status: "running" | "scoring";
-  warnings: string[];
-  episodes: EpisodeStatus[];
-  lastError: string | null;
-}
-
 const TIMER_REGISTER = "register";
 const TIMER_SCORE = "score";
 const TIMER_LAND = "land";
@@ -64,11 +39,9 @@ function retryAt(generation: GenerationRow | null): string | null {
 }
 
 /** Retries of D1 and the score worker back off up to five minutes. */
-function retryDelayMs(attempt: number): number {
-  return Math.min(1000 * 2 ** (attempt - 1), 300_000);
-}
+const retryDelayMs = (attempt: number) => backoffDelayMs(attempt, { baseMs: 1000, maxMs: 300_000 });
 
-export class RolloutGroup extends DurableObject<Env> {
+export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi {
   private readonly store = new GroupStore(this.ctx.storage);
   private readonly config = configFrom(this.env);
   private readonly drivers = new Map<number, Promise<void>>();
@@ -148,8 +121,7 @@ export class RolloutGroup extends DurableObject<Env> {
         spec: group.spec,
         store: this.store,
         config: this.config,
-        // Workers' RPC types drop fields typed `unknown`; the values themselves cross intact.
-        stepWorker: this.env.STEP_WORKER as unknown as StepWorkerApi,
+        stepWorker: stepWorker(this.env),
         permits: groupPermits(this.env, group.spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
         writeTurn: sharedWriteTurn(),
       };
@@ -226,7 +198,7 @@ export class RolloutGroup extends DurableObject<Env> {
       const scored = await scoreEpisodes(
         this.store,
         group.spec,
-        this.env.SCORE_WORKER as unknown as ScoreWorkerApi,
+        scoreWorker(this.env),
         this.config.SCORE_TIMEOUT_S * 1000,
       );
       if (!scored.ok) {
@@ -246,11 +218,7 @@ export class RolloutGroup extends DurableObject<Env> {
         // Too big to hand over in one RPC message: this group writes its own rows.
         await commitGroup(this.env.DB, landingStatements(this.env.DB, [payload]));
       } else {
-        // Workers' RPC types drop fields typed `unknown`; the values themselves cross intact.
-        const lander = this.env.LANDER.get(
-          this.env.LANDER.idFromName("global"),
-        ) as unknown as LanderApi;
-        const landed = await lander.land(payload);
+        const landed = await lander(this.env).land(payload);
         if (!landed.ok) throw new Error(landed.error);
       }
     } catch (error) {

@@ -6,6 +6,9 @@
  * together go out as one call.
  */
 
+import { backoffDelayMs, sleep } from "../utils/backoff";
+import { inflightLimiter } from "./bindings";
+
 export interface Permits {
   /**
    * Asks, in one call, for the permits of episodes about to run; `hold` then waits for that
@@ -30,7 +33,7 @@ async function retrying<T>(call: () => Promise<T>): Promise<T> {
       return await call();
     } catch (error) {
       if (attempt >= 6) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+      await sleep(backoffDelayMs(attempt, { baseMs: 200, maxMs: 6400 }));
     }
   }
 }
@@ -50,7 +53,7 @@ export function groupPermits(
   limiterName = "global",
 ): Permits {
   if (limit === 0) return unlimited;
-  const limiter = env.INFLIGHT_LIMITER.get(env.INFLIGHT_LIMITER.idFromName(limiterName));
+  const limiter = inflightLimiter(env, limiterName);
   const ticket = (episode: number) => `${groupId}:${episode}`;
   /** Lease expiry of the permits this instance holds, by episode. */
   const held = new Map<number, number>();

@@ -11,10 +11,10 @@ import {
   type JsonObject,
   type ScoreOutcome,
 } from "../sdk";
+import { type Timed, withTimeout } from "../utils/timeout";
 import { episodeId, type GroupSpec } from "./group-spec";
 import type { EpisodeRow, GroupStore, MessageRow } from "./group-store";
 import { END, failed } from "./outcomes";
-import { type Timed, withTimeout } from "./timeout";
 
 function episodeForScoring(
   episode: EpisodeRow,

@@ -5,8 +5,9 @@
  */
 import type { EnvCall } from "../env-workers/env-call";
 import { errorMessage } from "../sdk";
+import { backoffDelayMs, sleep } from "../utils/backoff";
+import { withTimeout } from "../utils/timeout";
 import { END, type EpisodeEnd, type FailureReason, failed } from "./outcomes";
-import { withTimeout } from "./timeout";
 
 /** The environment's value, or why the episode ends here. */
 export type StepAnswer<T> = { kind: "ok"; value: T } | { kind: "ended"; end: EpisodeEnd };
@@ -59,7 +60,7 @@ export async function callStepWorker<T>(
           end: failed(END.step_unavailable, `${what}: ${errorMessage(error)}`),
         };
       }
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      await sleep(backoffDelayMs(attempt, { baseMs: 200, maxMs: 2000 }));
     }
   }
 }

@@ -11,7 +11,7 @@
 import type { EnvCall } from "../env-workers/env-call";
 import type { StepSessionApi, StepSessionRequest, StepWorkerApi } from "../env-workers/step-worker";
 import { type ChatMessage, type EnvironmentStepResult, errorMessage } from "../sdk";
-import { withTimeout } from "./timeout";
+import { withTimeout } from "../utils/timeout";
 
 /** Steps one session serves before it is replaced by a fresh one. */
 export const STEPS_PER_SESSION = 16;

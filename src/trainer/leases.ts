@@ -4,6 +4,8 @@
  * lease makes its groups available again; a group delivered MAX_DELIVERIES times without an
  * ack is parked as poison.
  */
+
+import { timeOrderedId } from "../utils/ids";
 import { type LeaseRequest, minPolicyVersion } from "./lease-request";
 
 export interface Claim {
@@ -13,10 +15,7 @@ export interface Claim {
 }
 
 export function newBatchId(): string {
-  const random = [...crypto.getRandomValues(new Uint8Array(10))]
-    .map((b) => b.toString(36).padStart(2, "0"))
-    .join("");
-  return `b_${Date.now().toString(36)}${random.slice(0, 14)}`;
+  return timeOrderedId("b_");
 }
 
 /** Claims whole groups for a new batch, oldest landed first. */

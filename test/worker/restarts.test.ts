@@ -3,7 +3,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { GuessNumber } from "../../src/environments/guess-number";
 import { registerEnvironment } from "../../src/environments/registry";
-import type { EpisodeStatus, LiveGroupStatus, RolloutGroup } from "../../src/rollout/group-object";
+import type { EpisodeStatus, LiveGroupStatus } from "../../src/rollout/group-api";
+import type { RolloutGroup } from "../../src/rollout/group-object";
 import type { EnvironmentEpisode, TaskExample } from "../../src/sdk";
 import { getGroup, groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
 

@@ -1,6 +1,11 @@
-/** The JSON the API answers with (snake_case), built from D1 rows or a live group object. */
-import type { EpisodeRecord, GroupRecord, MessageRecord } from "../db/queries";
-import type { EpisodeStatus, LiveGroupStatus } from "../rollout/group-object";
+/**
+ * A group as the API answers with it and the dashboard shows it (snake_case), built from its D1
+ * rows once it landed or from its live object while it runs — and the one lookup that finds it.
+ */
+import { type EpisodeRecord, findGroup, type GroupRecord, groupEpisodes } from "../db/queries";
+import { rolloutGroup } from "../rollout/bindings";
+import type { EpisodeStatus, LiveGroupStatus } from "../rollout/group-api";
+import { isGroupId } from "../rollout/group-ids";
 
 function failures(episodes: readonly EpisodeStatus[]) {
   return episodes
@@ -71,50 +76,23 @@ export function liveGroupView(live: LiveGroupStatus) {
   };
 }
 
-export function episodeView(episode: EpisodeRecord, messages: readonly MessageRecord[]) {
-  return {
-    episode_id: episode.id,
-    group_id: episode.groupId,
-    index: episode.idx,
-    run_id: episode.runId,
-    env: episode.env,
-    example_id: episode.exampleId,
-    policy_version: episode.policyVersion,
-    status: episode.status,
-    end_reason: episode.endReason,
-    failure_reason: episode.failureReason,
-    failure_detail: episode.failureDetail,
-    score: episode.score,
-    threshold: episode.threshold,
-    success: episode.success,
-    advantage: episode.advantage,
-    per_turn_rewards: episode.perTurnRewards,
-    per_turn_advantages: episode.perTurnAdvantages,
-    reward_metadata: episode.rewardMetadata,
-    turns: episode.turns,
-    prompt_tokens: episode.promptTokens,
-    completion_tokens: episode.completionTokens,
-    total_tokens: episode.totalTokens,
-    latency_ms: episode.latencyMs,
-    redispatches: episode.redispatches,
-    response_text: episode.responseText,
-    created_at: episode.createdAt,
-    finished_at: episode.finishedAt,
-    messages: messages.map((m) => ({
-      seq: m.seq,
-      turn: m.turn,
-      role: m.role,
-      content: m.content,
-      ...(m.name === null ? {} : { name: m.name }),
-      ...(m.toolCalls === null ? {} : { tool_calls: m.toolCalls }),
-      ...(m.toolCallId === null ? {} : { tool_call_id: m.toolCallId }),
-      sampled: m.sampled,
-      prompt_tokens: m.promptTokens,
-      completion_tokens: m.completionTokens,
-      finish_reason: m.finishReason,
-      latency_ms: m.latencyMs,
-      attempts: m.attempts,
-      truncated: m.truncated,
-    })),
+export type GroupView = ReturnType<typeof landedGroupView> | ReturnType<typeof liveGroupView>;
+
+/**
+ * The group, landed or live; null when there is none. A string that cannot be a group id is
+ * answered without touching an object, so a lookup never creates one for an unknown id.
+ */
+export async function findGroupView(env: Env, id: string): Promise<GroupView | null> {
+  if (!isGroupId(id)) return null;
+  const landed = async () => {
+    const group = await findGroup(env.DB, id);
+    if (group === undefined || group.status === "running") return null;
+    return landedGroupView(group, await groupEpisodes(env.DB, id));
   };
+  const before = await landed();
+  if (before) return before;
+  const live = await rolloutGroup(env, id).status();
+  if (live) return liveGroupView(live);
+  // It may have landed between the two reads.
+  return landed();
 }
