@@ -24,6 +24,8 @@ export default defineConfig({
         plugins: [
           cloudflareTest(async ({ inject }) => ({
             wrangler: { configPath: "./wrangler.toml" },
+            // The deployed Worker plus the test-only environments (chaos, marathon).
+            main: "./fixtures/worker.ts",
             // workerd's verbose log prints every error it catches for a caller, with native
             // stacks: here, mostly the connections the fault tests break on purpose. Failures
             // reach the tests either way; EDGEROLL_WORKERD_VERBOSE=1 prints the log again.
@@ -62,6 +64,7 @@ export default defineConfig({
             "test/cli/**/*.test.ts",
             "test/e2e/**/*.test.ts",
             "test/browser/**/*.test.ts",
+            "test/structure/**/*.test.ts",
           ],
           testTimeout: 60_000,
         },

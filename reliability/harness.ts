@@ -12,6 +12,8 @@ import type {
 } from "../src/client/edgeroll-client";
 
 export const RESULTS = resolve(import.meta.dirname, "results");
+/** edgeroll's Worker with the test-only environments registered. */
+export const FIXTURES_WORKER = resolve(import.meta.dirname, "../fixtures/worker.ts");
 
 export type Episode = EpisodePage["episodes"][number];
 
@@ -21,7 +23,8 @@ export async function withStack<T>(
   body: (stack: LocalStack) => Promise<T>,
 ): Promise<T> {
   const state = mkdtempSync(join(tmpdir(), "edgeroll-reliability-"));
-  const stack = await startLocalStack({ ...options, persistTo: state });
+  // The suites and the benchmarks need the test-only environments (chaos, marathon).
+  const stack = await startLocalStack({ entry: FIXTURES_WORKER, ...options, persistTo: state });
   try {
     return await body(stack);
   } finally {

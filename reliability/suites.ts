@@ -3,10 +3,10 @@
  * checks what landed — nothing lost, nothing duplicated, every episode with a status and reason.
  */
 import pMap from "p-map";
+import { strikes } from "../fixtures/environments/chaos";
 import type { LocalStack } from "../src/cli/local-stack";
 import { runSql } from "../src/cli/sql";
 import { EdgerollClient, EdgerollError, type GroupView } from "../src/client/edgeroll-client";
-import { strikes } from "../src/environments/chaos";
 import { END } from "../src/rollout/outcomes";
 import { countBy, type Episode, episodesOf, guessRequest, integrity, landGroups } from "./harness";
 

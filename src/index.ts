@@ -2,7 +2,7 @@
  * The edgeroll Worker: the HTTP API, the group Durable Objects, the in-flight limiter and the
  * stateless step and score workers, all in one deployable Worker.
  */
-import { app } from "./api/app";
+import { app } from "./app";
 
 export { ScoreWorker } from "./env-workers/score-worker";
 export { StepWorker } from "./env-workers/step-worker";

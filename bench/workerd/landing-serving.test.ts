@@ -6,11 +6,12 @@ import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import pMap from "p-map";
 import { expect, it } from "vitest";
+import { lander as landerStub } from "../../src/rollout/bindings";
 import { newGroupSpec } from "../../src/rollout/group-ids";
 import { StartGroupRequestSchema } from "../../src/rollout/group-spec";
 import { GroupStore } from "../../src/rollout/group-store";
-import type { LanderApi } from "../../src/rollout/lander";
-import { landingPayload, registerGroup } from "../../src/rollout/landing";
+import { landingPayload } from "../../src/rollout/landing";
+import { registerGroup } from "../../src/rollout/registration";
 import { sampledMessage } from "../../src/sdk";
 
 /** Set by bench/vitest.config.ts from the environment of `npm run bench`. */
@@ -97,7 +98,7 @@ async function measure(runId: string, count: number): Promise<string> {
     { concurrency: 16 },
   );
   // Landing: every group lands at once, as many finishing groups would, through the lander.
-  const lander = env.LANDER.get(env.LANDER.idFromName("global")) as unknown as LanderApi;
+  const lander = landerStub(env);
   const landStart = performance.now();
   const outcomes = await Promise.all(rows.map((r) => lander.land(r)));
   expect(outcomes.filter((o) => !o.ok)).toEqual([]);

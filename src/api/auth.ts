@@ -10,17 +10,18 @@ import { z } from "zod";
 import { hex, sha256 } from "../utils/digest";
 import { ApiError } from "./errors";
 
-export const ROLES = ["producer", "trainer", "reader"] as const;
-export type Role = (typeof ROLES)[number];
+/** Who may do what; not to be confused with chat roles (`Role` in the SDK). */
+export const ACCESS_ROLES = ["producer", "trainer", "reader"] as const;
+export type AccessRole = (typeof ACCESS_ROLES)[number];
 
 const TokensSchema = z.record(
   z.string().min(8, "tokens must be at least 8 characters"),
-  z.array(z.enum(ROLES)).min(1),
+  z.array(z.enum(ACCESS_ROLES)).min(1),
 );
 
 interface Grant {
   digest: Uint8Array;
-  roles: readonly Role[];
+  roles: readonly AccessRole[];
   principal: string;
 }
 
@@ -73,7 +74,7 @@ function presentedToken(c: Context): string | null {
 
 /** Requires one of `roles`; sets the caller's principal for handlers that record who did what. */
 export function authorize(
-  ...roles: [Role, ...Role[]]
+  ...roles: [AccessRole, ...AccessRole[]]
 ): MiddlewareHandler<{ Bindings: Env; Variables: AuthVariables }> {
   return async (c, next) => {
     const all = await grants(c.env as { API_TOKENS?: string });

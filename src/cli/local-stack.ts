@@ -28,6 +28,8 @@ export interface LocalStackOptions {
   log?: (line: string) => void;
   /** Keep wrangler's local trace of every call (default: off; see `startWorker`). */
   localTraces?: boolean;
+  /** Another entry module for the Worker (the test fixtures' `fixtures/worker.ts`). */
+  entry?: string;
 }
 
 export interface LocalStack {
@@ -130,6 +132,8 @@ export async function startWorker(options: {
   inspectorPort?: number;
   /** Another Worker's wrangler.toml (the bench's floor Worker); edgeroll's own by default. */
   configPath?: string;
+  /** Another entry module than wrangler.toml's `main`, with the same bindings. */
+  entry?: string;
   /**
    * wrangler dev's local observability: every storage statement, fetch and RPC of the Worker
    * becomes a span, sent to a collector in the same workerd and written to a trace database.
@@ -144,6 +148,7 @@ export async function startWorker(options: {
   }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const [command, args] = wranglerCommand(
     "dev",
+    ...(options.entry ? [options.entry] : []),
     ...(options.configPath ? ["--config", options.configPath] : []),
     "--ip",
     "127.0.0.1",
@@ -232,6 +237,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
       ...(options.log ? { log: options.log } : {}),
       ...(options.localTraces !== undefined ? { localTraces: options.localTraces } : {}),
+      ...(options.entry ? { entry: options.entry } : {}),
     });
   } catch (error) {
     await simulator?.close();

@@ -24,7 +24,7 @@ export interface RunRow {
   last_episode: string;
 }
 
-export interface GroupRow {
+export interface RecentGroup {
   id: string;
   run_id: string;
   env: string;
@@ -69,7 +69,7 @@ export async function overview(db: D1Database, run: string | null) {
        GROUP BY env, failure_reason ORDER BY episodes DESC`,
       run,
     ),
-    all<GroupRow>(
+    all<RecentGroup>(
       db,
       `SELECT id, run_id, env, status, group_size, score_mean, episodes_failed, delivery_state, created_at
        FROM groups WHERE ?1 IS NULL OR run_id = ?1 ORDER BY created_at DESC LIMIT 40`,

@@ -3,22 +3,16 @@
  * `edgeroll env new` adds its import and entry at the marker lines; keep them.
  */
 import { type EnvironmentMultiTurn, UnknownEnvironmentError } from "../sdk";
-import { Chaos } from "./chaos";
 import { ExactAnswer } from "./exact-answer";
 import { GuessNumber } from "./guess-number";
-import { Marathon } from "./marathon";
 import { ToolAgent } from "./tool-agent";
 
 // edgeroll:env-imports
 
 /** A fresh instance per use: environments keep no state between calls. */
 const BUILT_IN: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
-  // Fault injection for the reliability suites, not a task: see chaos.ts.
-  chaos: () => new Chaos(),
   "exact-answer": () => new ExactAnswer(),
   "guess-number": () => new GuessNumber(),
-  // A long, predictable episode for benchmarks and soak tests: see marathon.ts.
-  marathon: () => new Marathon(),
   "tool-agent": () => new ToolAgent(),
   // edgeroll:env-entries
 };
@@ -26,8 +20,9 @@ const BUILT_IN: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
 const registered = new Map(Object.entries(BUILT_IN));
 
 /**
- * Adds an environment at run time, for code that embeds edgeroll (and tests). Environments that
- * ship with a deployment belong in the table above, where `env new` puts them.
+ * Adds an environment at run time, for code that embeds edgeroll and for the test fixtures
+ * (fixtures/register.ts). Environments that ship with a deployment belong in the table above,
+ * where `env new` puts them.
  */
 export function registerEnvironment(name: string, factory: () => EnvironmentMultiTurn): void {
   if (registered.has(name)) throw new Error(`an environment named "${name}" is already registered`);

@@ -11,7 +11,7 @@
 import type { ScoreWorkerApi } from "../env-workers/score-worker";
 import type { StepWorkerApi } from "../env-workers/step-worker";
 import type { RolloutGroupApi } from "./group-api";
-import type { LanderApi } from "./lander";
+import type { LanderApi } from "./landing";
 
 /** The group's own object: one per group id. */
 export function rolloutGroup(env: Env, groupId: string): RolloutGroupApi {

@@ -13,17 +13,10 @@ import { lander, scoreWorker, stepWorker } from "./bindings";
 import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api";
 import { episodeId, type GroupSpec } from "./group-spec";
 import { type GenerationRow, GroupStore } from "./group-store";
-import {
-  commitGroup,
-  knownGroupHash,
-  LANDER_MAX_CHARS,
-  landingPayload,
-  landingStatements,
-  payloadChars,
-  registerGroup,
-} from "./landing";
+import { type LandingOutcome, landGroup, landingPayload } from "./landing";
 import { TERMINAL_STATES } from "./outcomes";
 import { groupPermits } from "./permits";
+import { knownGroupHash, registerGroup } from "./registration";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
 import { driveEpisode, type GroupRuntime, permitLeaseMs } from "./turn";
 import { sharedWriteTurn } from "./write-turn";
@@ -212,18 +205,15 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       assignCredit(this.store, group.spec);
     }
     if (this.isWaiting(TIMER_LAND)) return;
+    let landed: LandingOutcome;
     try {
-      const payload = landingPayload(this.store);
-      if (payloadChars(payload) > LANDER_MAX_CHARS) {
-        // Too big to hand over in one RPC message: this group writes its own rows.
-        await commitGroup(this.env.DB, landingStatements(this.env.DB, [payload]));
-      } else {
-        const landed = await lander(this.env).land(payload);
-        if (!landed.ok) throw new Error(landed.error);
-      }
+      landed = await landGroup(this.env.DB, lander(this.env), landingPayload(this.store));
     } catch (error) {
+      landed = { ok: false, error: errorMessage(error) }; // the lander itself was unreachable
+    }
+    if (!landed.ok) {
       // The transcripts stay here until D1 has confirmed the landing.
-      const attempts = this.store.countAttempt("land", `D1: ${errorMessage(error)}`);
+      const attempts = this.store.countAttempt("land", `D1: ${landed.error}`);
       this.store.setTimer(TIMER_LAND, Date.now() + retryDelayMs(attempts));
       return this.rearm();
     }

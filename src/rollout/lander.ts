@@ -11,10 +11,11 @@ import { errorMessage } from "../sdk";
 import {
   commitGroup,
   LANDER_MAX_CHARS,
+  type LanderApi,
+  type LandingOutcome,
   type LandingPayload,
   landingStatements,
   payloadChars,
-  STATEMENTS_PER_BATCH,
 } from "./landing";
 
 interface Pending {
@@ -24,18 +25,6 @@ interface Pending {
   /** Wakes the caller: its rows were written, or it is its turn to write a batch. */
   wake: () => void;
   woken: Promise<void>;
-}
-
-/** Whether D1 committed a group's rows; a refusal carries D1's message. */
-export type LandingOutcome = { ok: true } | { ok: false; error: string };
-
-/**
- * What a group object calls. (Workers' RPC types cannot express our `unknown` JSON fields.)
- * A refusal is an answer, not an exception: an exception thrown out of an RPC method is logged
- * by the runtime as uncaught even when the caller handles it.
- */
-export interface LanderApi {
-  land(payload: LandingPayload): Promise<LandingOutcome>;
 }
 
 /**
@@ -89,8 +78,7 @@ export class Lander extends DurableObject<Env> implements LanderApi {
       batch.map((p) => p.payload),
     );
     try {
-      if (statements.length <= STATEMENTS_PER_BATCH) await this.env.DB.batch(statements);
-      else await commitGroup(this.env.DB, statements); // one group too large for one batch
+      await commitGroup(this.env.DB, statements);
       for (const p of batch) p.outcome = { ok: true };
     } catch {
       // One bad group must not sink the others: write each alone to find it.

@@ -3,56 +3,18 @@
  * inserted with ON CONFLICT DO NOTHING and the group row is upserted last — so a landing retried
  * after a crash never duplicates anything. The object keeps its transcripts until this succeeds.
  */
-import { eq, getTableColumns } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/d1";
+import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
-import { rewardSuccess } from "../sdk";
-import { episodeId, type GroupSpec } from "./group-spec";
+import { errorMessage, rewardSuccess } from "../sdk";
+import { episodeId } from "./group-spec";
 import type { GroupStore } from "./group-store";
+import { groupRow } from "./registration";
 
 /** Bulk rows travel as one JSON parameter per statement, well inside D1's 2 MB value limit. */
 const CHUNK_CHARS = 500_000;
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-function groupRow(spec: GroupSpec, status: string): typeof groups.$inferInsert {
-  const { request } = spec;
-  return {
-    id: spec.groupId,
-    runId: request.run_id,
-    env: request.env,
-    exampleId: request.example.id,
-    example: request.example,
-    policyVersion: request.policy_version,
-    groupSize: request.group_size,
-    status,
-    creditAssignment: request.credit_assignment,
-    advantage: request.advantage,
-    warnings: [],
-    sampling: request.sampling,
-    maxContextTokens: request.max_context_tokens,
-    promptText: request.prompt_text,
-    requestHash: spec.requestHash,
-    idempotencyKey: spec.idempotencyKey,
-    createdAt: spec.createdAt,
-  };
-}
-
-/** Makes the group visible in SQL as `running` as soon as it starts. */
-export async function registerGroup(db: D1Database, spec: GroupSpec): Promise<void> {
-  await drizzle(db).insert(groups).values(groupRow(spec, "running")).onConflictDoNothing();
-}
-
-/** The request hash of a group D1 already knows, or null. */
-export async function knownGroupHash(db: D1Database, groupId: string): Promise<string | null> {
-  const row = await drizzle(db)
-    .select({ requestHash: groups.requestHash })
-    .from(groups)
-    .where(eq(groups.id, groupId))
-    .get();
-  return row?.requestHash ?? null;
-}
 
 /** A table's columns by property name, in the order its landing statement lists them. */
 type Columns = [key: string, column: SQLiteColumn][];
@@ -268,6 +230,36 @@ export function landingStatements(
  * messages are capped at 32 MiB, and a lander holding a few such groups would crowd its memory.
  */
 export const LANDER_MAX_CHARS = 8_000_000;
+
+/** Whether D1 committed a group's rows; a refusal carries D1's message. */
+export type LandingOutcome = { ok: true } | { ok: false; error: string };
+
+/**
+ * What the lander object offers (lander.ts). A refusal is an answer, not an exception: an
+ * exception thrown out of an RPC method is logged by the runtime as uncaught even when the
+ * caller handles it.
+ */
+export interface LanderApi {
+  land(payload: LandingPayload): Promise<LandingOutcome>;
+}
+
+/**
+ * Lands a finished group: through the lander, which group-commits it with whatever else is
+ * landing, or, too large to hand over in one RPC message, straight to D1 in several batches.
+ */
+export async function landGroup(
+  db: D1Database,
+  lander: LanderApi,
+  payload: LandingPayload,
+): Promise<LandingOutcome> {
+  if (payloadChars(payload) <= LANDER_MAX_CHARS) return lander.land(payload);
+  try {
+    await commitGroup(db, landingStatements(db, [payload]));
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, error: errorMessage(error) };
+  }
+}
 
 export function payloadChars(payload: LandingPayload): number {
   let chars = payload.groupRow.length;

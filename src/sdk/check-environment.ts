@@ -5,9 +5,9 @@
  */
 import { perTurnRewardsProblem } from "./credit";
 import { EnvironmentMultiTurn } from "./environment";
-import { errorMessage, openEpisode, scoreGroup, turnBudget } from "./episode";
+import { openEpisode, scoreGroup, turnBudget } from "./episode";
 import { runEpisode } from "./episode-loop";
-import { EnvironmentContractError, SftError } from "./errors";
+import { EnvironmentContractError, errorMessage, SftError } from "./errors";
 import { buildSftRow } from "./sft";
 import { parseTargetMessages } from "./sft-target";
 import { isSampledAction, sampledTurns } from "./transcript";

@@ -6,7 +6,7 @@
 import pMap from "p-map";
 import { z } from "zod";
 import type { EnvironmentMultiTurn } from "./environment";
-import { describeZodError, EnvironmentContractError } from "./errors";
+import { describeZodError, EnvironmentContractError, errorMessage } from "./errors";
 import { isSampledAction } from "./transcript";
 import {
   type ChatMessage,
@@ -167,10 +167,4 @@ export async function scoreGroup(
     },
     { concurrency: env.maxScoreConcurrency },
   );
-}
-
-/** One line for any thrown value; a zod error (environments validate with zod) lists its fields. */
-export function errorMessage(error: unknown): string {
-  if (error instanceof z.ZodError) return `${error.name}: ${describeZodError(error)}`;
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

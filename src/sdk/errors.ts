@@ -1,5 +1,5 @@
 /** Errors the SDK raises; each names the hook or field at fault so a failed episode explains itself. */
-import type { z } from "zod";
+import { z } from "zod";
 
 /** `messages[0].role`-style path of a zod issue. */
 function issuePath(path: readonly PropertyKey[]): string {
@@ -16,6 +16,12 @@ export function describeZodError(error: Pick<z.core.$ZodError, "issues">): strin
       return path === "" ? issue.message : `${path}: ${issue.message}`;
     })
     .join("; ");
+}
+
+/** One line for any thrown value; a zod error (environments validate with zod) lists its fields. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof z.ZodError) return `${error.name}: ${describeZodError(error)}`;
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 /** An environment hook returned something that breaks the contract (bad messages, NaN reward...). */

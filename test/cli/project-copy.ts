@@ -13,6 +13,7 @@ const COPIED = [
   "datasets",
   "bin",
   "migrations",
+  "fixtures",
   "examples",
   "test/raw-imports.d.ts",
   "test/setup/runtime-log-filter.ts",

@@ -3,7 +3,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { GuessNumber } from "../../src/environments/guess-number";
 import { registerEnvironment } from "../../src/environments/registry";
-import type { EpisodeStatus, LiveGroupStatus } from "../../src/rollout/group-api";
+import { rolloutGroup } from "../../src/rollout/bindings";
+import type { EpisodeStatus } from "../../src/rollout/group-api";
 import type { RolloutGroup } from "../../src/rollout/group-object";
 import type { EnvironmentEpisode, TaskExample } from "../../src/sdk";
 import { getGroup, groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
@@ -67,7 +68,7 @@ async function storageTables(stub: DurableObjectStub<RolloutGroup>): Promise<str
 
 /** Statuses of a group's episodes, from its object (fresh stub, fresh instance if evicted). */
 async function episodeStates(id: string): Promise<EpisodeStatus[]> {
-  const live = (await groupStub(id).status()) as unknown as LiveGroupStatus | null;
+  const live = await rolloutGroup(env, id).status();
   return live?.episodes ?? [];
 }
 

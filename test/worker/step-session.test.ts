@@ -7,6 +7,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { StepSessionApi, StepWorkerApi } from "../../src/env-workers/step-worker";
 import { GuessNumber } from "../../src/environments/guess-number";
 import { registerEnvironment } from "../../src/environments/registry";
+import { stepWorker } from "../../src/rollout/bindings";
 import { EpisodeStepSession, STEPS_PER_SESSION } from "../../src/rollout/step-session";
 import {
   type ChatMessage,
@@ -36,7 +37,7 @@ class StepsSlowly extends GuessNumber {
 }
 registerEnvironment("steps-slowly", () => new StepsSlowly());
 
-const worker = env.STEP_WORKER as unknown as StepWorkerApi;
+const worker = stepWorker(env);
 const example = guessExample("session", 100);
 const request = { env: "counts-its-steps", example };
 

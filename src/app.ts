@@ -1,15 +1,15 @@
 /** The route table: every route, the body limit, `notFound` and `onError` on one page. */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { dashboardRoutes } from "../dashboard/routes";
-import { environmentNames } from "../environments/registry";
-import { type AuthVariables, authorize, tokenFromQuery } from "./auth";
-import { batchRoutes } from "./batches";
-import { episodeRoutes } from "./episodes";
-import { ApiError, errorBody, renderError } from "./errors";
-import { groupRoutes } from "./groups";
-import { runRoutes } from "./runs";
-import { utf8Body } from "./utf8-body";
+import { type AuthVariables, authorize, tokenFromQuery } from "./api/auth";
+import { batchRoutes } from "./api/batches";
+import { episodeRoutes } from "./api/episodes";
+import { ApiError, errorBody, renderError } from "./api/errors";
+import { groupRoutes } from "./api/groups";
+import { runRoutes } from "./api/runs";
+import { utf8Body } from "./api/utf8-body";
+import { dashboardRoutes } from "./dashboard/routes";
+import { environmentNames } from "./environments/registry";
 
 /** Requests carry one example and its settings; anything larger is a mistake or an attack. */
 export const MAX_BODY_BYTES = 1024 * 1024;

@@ -1,0 +1,62 @@
+// Rules of the codebase that a reader relies on, checked over the source itself. (The import
+// rules, no cycles and layers only downward, are dependency-cruiser's: `npm run check`.)
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { environmentNames } from "../../src/environments/registry";
+import { EndReasonSchema } from "../../src/rollout/outcomes";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const SCANNED = ["src", "test", "fixtures", "reliability", "bench"];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return name === "node_modules" ? [] : sourceFiles(path);
+    return /\.tsx?$/.test(name) ? [relative(ROOT, path)] : [];
+  });
+}
+
+const files = SCANNED.flatMap((dir) => sourceFiles(join(ROOT, dir)));
+const text = new Map(files.map((f) => [f, readFileSync(join(ROOT, f), "utf8")]));
+
+/** Where an end reason's string appears meaning something else, and what it means there. */
+const OTHER_MEANINGS: Record<string, Record<string, string>> = {
+  internal_error: { "src/api/errors.ts": "the API's error code for a 500" },
+  done: {
+    "test/sdk/fixtures.ts": "an example's gold answer",
+    "test/sdk/episode-loop.test.ts": "the text of an action",
+    "bench/floor/worker.ts": "a response body",
+  },
+};
+
+describe("the house rules", () => {
+  it("names every end reason in rollout/outcomes.ts alone; everything else uses END", () => {
+    const strays: string[] = [];
+    for (const reason of EndReasonSchema.options) {
+      const literal = new RegExp(`["']${reason}["']`);
+      for (const [file, source] of text) {
+        if (file === "src/rollout/outcomes.ts" || OTHER_MEANINGS[reason]?.[file]) continue;
+        if (literal.test(source)) strays.push(`${file}: "${reason}"`);
+      }
+    }
+    expect(strays).toEqual([]);
+  });
+
+  it("casts another object's or service's stub only in rollout/bindings.ts", () => {
+    const casts = [...text]
+      .filter(([file]) => !file.startsWith("test/") && !file.endsWith(".test.ts"))
+      .filter(
+        ([file, source]) => file !== "src/rollout/bindings.ts" && /as unknown as/.test(source),
+      )
+      .map(([file]) => file);
+    expect(casts).toEqual([]);
+  });
+
+  it("registers no test-only environment in the deployed Worker", () => {
+    // Only fixtures/register.ts adds them, where tests, reliability runs and benches run.
+    expect(environmentNames()).not.toContain("chaos");
+    expect(environmentNames()).not.toContain("marathon");
+    expect(environmentNames()).toEqual(expect.arrayContaining(["guess-number", "tool-agent"]));
+  });
+});
