@@ -174,6 +174,6 @@ export default {
         ),
       ),
     );
-    return new Response("done");
+    return new Response("played");
   },
 };

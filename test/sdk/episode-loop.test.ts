@@ -221,13 +221,13 @@ describe("single-turn environments", () => {
       promptText: "System says hi.",
       policy: (_m, turn) => {
         policyCalls.push(turn.index);
-        return "done";
+        return "all said";
       },
     });
     expect(policyCalls).toEqual([0]);
     expect(env.maxEpisodeTurns()).toBe(1);
     expect(episode.messages.map((m) => m.role)).toEqual(["system", "user", "assistant"]);
-    expect(episode.responseText).toBe("done");
+    expect(episode.responseText).toBe("all said");
     expect(await env.scoreEpisode(example, episode)).toEqual({ score: 1, threshold: 1 });
   });
 });

@@ -9,7 +9,7 @@ import {
   type TaskExample,
 } from "../../src/sdk";
 
-export const example: TaskExample = { id: "ex-1", input: "say something", output: "done" };
+export const example: TaskExample = { id: "ex-1", input: "say something", output: "all said" };
 
 export interface StepCall {
   messages: ChatMessage[];

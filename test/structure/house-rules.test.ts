@@ -23,11 +23,6 @@ const text = new Map(files.map((f) => [f, readFileSync(join(ROOT, f), "utf8")]))
 /** Where an end reason's string appears meaning something else, and what it means there. */
 const OTHER_MEANINGS: Record<string, Record<string, string>> = {
   internal_error: { "src/api/errors.ts": "the API's error code for a 500" },
-  done: {
-    "test/sdk/fixtures.ts": "an example's gold answer",
-    "test/sdk/episode-loop.test.ts": "the text of an action",
-    "bench/floor/worker.ts": "a response body",
-  },
 };
 
 describe("the house rules", () => {
