@@ -1,5 +1,5 @@
 /** One group: its status and its episodes, each linking to the transcript viewer. */
-import type { EpisodeStatus } from "../rollout/group-api";
+import type { EpisodeStatusView } from "../views/group-view";
 import { fmt, Layout, Pill } from "./layout";
 
 export interface GroupSummary {
@@ -15,7 +15,7 @@ export interface GroupSummary {
   failure_reason: string | null;
   created_at: string;
   finished_at: string | null;
-  episodes: EpisodeStatus[];
+  episodes: EpisodeStatusView[];
 }
 
 export function GroupPage(props: { group: GroupSummary }) {

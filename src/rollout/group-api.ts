@@ -1,5 +1,6 @@
 /** What the Worker calls on a group's object, and what it answers (bindings.ts hands out the stub). */
 import type { GroupSpec } from "./group-spec";
+import type { EndReason, EpisodeState, FailureReason } from "./outcomes";
 
 export type StartResult = { outcome: "created" | "existing" } | { outcome: "conflict" };
 
@@ -8,26 +9,29 @@ export interface RolloutGroupApi {
   status(): Promise<LiveGroupStatus | null>;
 }
 
-/** An episode as a status view shows it; states and reasons as strings, as D1 holds them. */
-export interface EpisodeStatus {
-  episode_id: string;
-  index: number;
-  state: string;
+/**
+ * An episode of a live group, its fields named as its landed D1 row names them (db/schema.ts),
+ * so that one view (views/group-view.ts) shows either.
+ */
+export interface LiveEpisode {
+  id: string;
+  idx: number;
+  status: EpisodeState;
   turns: number;
-  end_reason: string | null;
-  failure_reason: string | null;
-  failure_detail: string | null;
+  endReason: EndReason | null;
+  failureReason: FailureReason | null;
+  failureDetail: string | null;
   redispatches: number;
-  /** When a parked generation will be retried (ISO time), if it is parked. */
-  retry_at: string | null;
   score: number | null;
   advantage: number | null;
+  /** When a parked generation will be retried (ms since the epoch), if it is parked. */
+  retryAt: number | null;
 }
 
 export interface LiveGroupStatus {
   spec: GroupSpec;
   status: "running" | "scoring";
   warnings: string[];
-  episodes: EpisodeStatus[];
+  episodes: LiveEpisode[];
   lastError: string | null;
 }

@@ -25,10 +25,8 @@ const TIMER_REGISTER = "register";
 const TIMER_SCORE = "score";
 const TIMER_LAND = "land";
 
-function retryAt(generation: GenerationRow | null): string | null {
-  return generation?.state === "waiting" && generation.retryAt !== null
-    ? new Date(generation.retryAt).toISOString()
-    : null;
+function retryAt(generation: GenerationRow | null): number | null {
+  return generation?.state === "waiting" ? generation.retryAt : null;
 }
 
 /** Retries of D1 and the score worker back off up to five minutes. */
@@ -80,17 +78,17 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       warnings: group.warnings,
       lastError: group.lastError,
       episodes: this.store.episodes().map((e) => ({
-        episode_id: episodeId(group.spec.groupId, e.idx),
-        index: e.idx,
-        state: e.state,
+        id: episodeId(group.spec.groupId, e.idx),
+        idx: e.idx,
+        status: e.state,
         turns: e.turns,
-        end_reason: e.endReason,
-        failure_reason: e.failureReason,
-        failure_detail: e.failureDetail,
+        endReason: e.endReason,
+        failureReason: e.failureReason,
+        failureDetail: e.failureDetail,
         redispatches: e.redispatches,
-        retry_at: retryAt(this.store.generation(e.idx)),
         score: e.reward?.score ?? null,
         advantage: e.advantage,
+        retryAt: retryAt(this.store.generation(e.idx)),
       })),
     };
   }

@@ -4,17 +4,22 @@
  */
 import { type EpisodeRecord, findGroup, type GroupRecord, groupEpisodes } from "../db/queries";
 import { rolloutGroup } from "../rollout/bindings";
-import type { EpisodeStatus, LiveGroupStatus } from "../rollout/group-api";
+import type { LiveEpisode, LiveGroupStatus } from "../rollout/group-api";
 import { isGroupId } from "../rollout/group-ids";
 
-function failures(episodes: readonly EpisodeStatus[]) {
-  return episodes
-    .filter((e) => e.failure_reason !== null)
-    .map((e) => ({ episode_id: e.episode_id, reason: e.failure_reason, detail: e.failure_detail }));
-}
+/** What a landed episode's D1 row and a live episode have in common. */
+type EpisodeSummary = Pick<
+  EpisodeRecord,
+  "id" | "idx" | "turns" | "failureDetail" | "redispatches" | "score" | "advantage"
+> & {
+  status: string;
+  endReason: string | null;
+  failureReason: string | null;
+  retryAt?: number | null;
+};
 
-export function landedGroupView(group: GroupRecord, episodes: readonly EpisodeRecord[]) {
-  const statuses: EpisodeStatus[] = episodes.map((e) => ({
+function episodeStatusView(e: EpisodeSummary) {
+  return {
     episode_id: e.id,
     index: e.idx,
     state: e.status,
@@ -23,10 +28,23 @@ export function landedGroupView(group: GroupRecord, episodes: readonly EpisodeRe
     failure_reason: e.failureReason,
     failure_detail: e.failureDetail,
     redispatches: e.redispatches,
-    retry_at: null,
+    /** When a parked generation will be retried (ISO time), if it is parked. */
+    retry_at: e.retryAt ? new Date(e.retryAt).toISOString() : null,
     score: e.score,
     advantage: e.advantage,
-  }));
+  };
+}
+
+export type EpisodeStatusView = ReturnType<typeof episodeStatusView>;
+
+function failures(episodes: readonly EpisodeStatusView[]) {
+  return episodes
+    .filter((e) => e.failure_reason !== null)
+    .map((e) => ({ episode_id: e.episode_id, reason: e.failure_reason, detail: e.failure_detail }));
+}
+
+export function landedGroupView(group: GroupRecord, episodes: readonly EpisodeRecord[]) {
+  const statuses = episodes.map(episodeStatusView);
   return {
     group_id: group.id,
     status: group.status,
@@ -52,6 +70,7 @@ export function landedGroupView(group: GroupRecord, episodes: readonly EpisodeRe
 
 export function liveGroupView(live: LiveGroupStatus) {
   const { request } = live.spec;
+  const statuses = live.episodes.map((e: LiveEpisode) => episodeStatusView(e));
   return {
     group_id: live.spec.groupId,
     status: live.status,
@@ -71,8 +90,8 @@ export function liveGroupView(live: LiveGroupStatus) {
     last_error: live.lastError,
     created_at: live.spec.createdAt,
     finished_at: null,
-    episodes: live.episodes,
-    failures: failures(live.episodes),
+    episodes: statuses,
+    failures: failures(statuses),
   };
 }
 

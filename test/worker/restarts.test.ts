@@ -4,8 +4,9 @@ import { describe, expect, it } from "vitest";
 import { GuessNumber } from "../../src/environments/guess-number";
 import { registerEnvironment } from "../../src/environments/registry";
 import { rolloutGroup } from "../../src/rollout/bindings";
-import type { EpisodeStatus } from "../../src/rollout/group-api";
+import type { LiveEpisode } from "../../src/rollout/group-api";
 import type { RolloutGroup } from "../../src/rollout/group-object";
+import { TERMINAL_STATES } from "../../src/rollout/outcomes";
 import type { EnvironmentEpisode, TaskExample } from "../../src/sdk";
 import { getGroup, groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
 
@@ -67,7 +68,7 @@ async function storageTables(stub: DurableObjectStub<RolloutGroup>): Promise<str
 }
 
 /** Statuses of a group's episodes, from its object (fresh stub, fresh instance if evicted). */
-async function episodeStates(id: string): Promise<EpisodeStatus[]> {
+async function episodeStates(id: string): Promise<LiveEpisode[]> {
   const live = await rolloutGroup(env, id).status();
   return live?.episodes ?? [];
 }
@@ -79,11 +80,11 @@ async function episodeStates(id: string): Promise<EpisodeStatus[]> {
  */
 const PARK_AT_TURN_2 = "sim+fail:503:1@2+retryafter:1.5";
 
-async function untilParked(id: string): Promise<EpisodeStatus[]> {
+async function untilParked(id: string): Promise<LiveEpisode[]> {
   await until(async () => {
     const states = await episodeStates(id);
-    const open = states.filter((e) => !["completed", "truncated", "failed"].includes(e.state));
-    return open.length > 0 && open.every((e) => e.retry_at !== null);
+    const open = states.filter((e) => !TERMINAL_STATES.includes(e.status));
+    return open.length > 0 && open.every((e) => e.retryAt !== null);
   });
   return episodeStates(id);
 }
@@ -100,8 +101,8 @@ describe("restarts", () => {
     await evictDurableObject(groupStub(id));
     // A new instance, built from storage alone, sees the episodes exactly where they were.
     const resumed = await episodeStates(id);
-    expect(resumed.map((e) => [e.state, e.turns])).toEqual(parked.map((e) => [e.state, e.turns]));
-    expect(resumed.some((e) => e.state === "generating" && e.turns === 2)).toBe(true);
+    expect(resumed.map((e) => [e.status, e.turns])).toEqual(parked.map((e) => [e.status, e.turns]));
+    expect(resumed.some((e) => e.status === "generating" && e.turns === 2)).toBe(true);
 
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
