@@ -6,7 +6,11 @@ import { hideBenignRuntimeLogs } from "./test/setup/runtime-log-filter.ts";
 
 hideBenignRuntimeLogs();
 
-const portable = ["test/sdk/**/*.test.ts", "test/environments/**/*.test.ts"];
+const portable = [
+  "test/sdk/**/*.test.ts",
+  "test/environments/**/*.test.ts",
+  "test/tokens/**/*.test.ts",
+];
 
 /** Tokens the Worker under test accepts; test/worker/helpers.ts sends the one with every role. */
 const TEST_TOKENS = {

@@ -1,0 +1,68 @@
+/**
+ * An episode's turns as trainer samples, by the merge-or-split rule: consecutive
+ * prefix-consistent turns merge into one sample; a turn that breaks the prefix starts a new one.
+ * Nothing is re-tokenized: every id is one the host sent. `mask` is 1 exactly on sampled
+ * completion tokens, where `logprobs` holds the host's logprob and `advantages` the turn's
+ * advantage; both are 0 elsewhere.
+ */
+import type { TurnTokens } from "./turn-tokens";
+
+export interface TokenSample {
+  /** The first and last sampled turn the sample holds. */
+  turns: [number, number];
+  tokenIds: Int32Array;
+  mask: Uint8Array;
+  logprobs: Float32Array;
+  advantages: Float32Array;
+}
+
+/** Per turn: the advantage its tokens get (per-turn credit), or one for the whole episode. */
+export type TurnAdvantage = (turn: number) => number;
+
+export function episodeSamples(
+  turns: readonly TurnTokens[],
+  advantageOf: TurnAdvantage,
+): TokenSample[] {
+  // Group the turns: a sample runs from a turn that breaks the prefix up to the next break.
+  const runs: TurnTokens[][] = [];
+  for (const turn of turns) {
+    if (runs.length === 0 || !turn.consistent) runs.push([turn]);
+    else runs.at(-1)?.push(turn);
+  }
+  let previous: Int32Array = new Int32Array(0);
+  const samples: TokenSample[] = [];
+  for (const run of runs) {
+    const first = run[0] as TurnTokens;
+    // The sample starts with the first turn's whole prompt, rebuilt from the tokens before it.
+    const start = first.prefixLength;
+    const length = run.reduce(
+      (n, t, i) => n + (i === 0 ? start : 0) + t.promptTail.length + t.completionIds.length,
+      0,
+    );
+    const tokenIds = new Int32Array(length);
+    const mask = new Uint8Array(length);
+    const logprobs = new Float32Array(length);
+    const advantages = new Float32Array(length);
+    tokenIds.set(previous.subarray(0, start));
+    let at = start;
+    for (const turn of run) {
+      tokenIds.set(turn.promptTail, at);
+      at += turn.promptTail.length;
+      tokenIds.set(turn.completionIds, at);
+      mask.fill(1, at, at + turn.completionIds.length);
+      logprobs.set(turn.logprobs, at);
+      advantages.fill(advantageOf(turn.turn), at, at + turn.completionIds.length);
+      at += turn.completionIds.length;
+    }
+    // Within a run, the sample so far is exactly the sequence its last turn left.
+    previous = tokenIds;
+    samples.push({
+      turns: [first.turn, (run.at(-1) as TurnTokens).turn],
+      tokenIds,
+      mask,
+      logprobs,
+      advantages,
+    });
+  }
+  return samples;
+}

@@ -1,0 +1,136 @@
+/**
+ * One landed group's tokens as one binary object (R2): a JSON header describing every episode's
+ * turns, then the arrays themselves, little-endian — int32 ids (each turn's prompt tail, then
+ * its completion) and float32 logprobs. Deterministic: the same group always packs to the same
+ * bytes, so writing it again (a landing retried after a crash) leaves one identical object.
+ *
+ * Cost: 4 bytes per stored id and 4 per logprob, plus about 120 bytes of header per turn.
+ */
+import type { TurnTokens } from "./turn-tokens";
+
+const MAGIC = "ERT1";
+
+export interface EpisodeTokens {
+  idx: number;
+  turns: TurnTokens[];
+}
+
+interface TurnHeader {
+  turn: number;
+  prompt_length: number;
+  prefix_length: number;
+  tail: number;
+  completion: number;
+  consistent: boolean;
+  model: string | null;
+  temperature: number;
+  top_p: number;
+}
+
+interface Header {
+  group_id: string;
+  episodes: { idx: number; turns: TurnHeader[] }[];
+}
+
+// Typed arrays use the machine's byte order; every Workers machine (x86-64, ARM64) is
+// little-endian, which is what the format promises.
+if (new Uint8Array(new Uint32Array([1]).buffer)[0] !== 1) {
+  throw new Error("token objects are little-endian; this machine is not");
+}
+
+const pad4 = (n: number) => (n + 3) & ~3;
+
+export function encodeTokenObject(groupId: string, episodes: readonly EpisodeTokens[]): Uint8Array {
+  const header: Header = {
+    group_id: groupId,
+    episodes: episodes.map((e) => ({
+      idx: e.idx,
+      turns: e.turns.map((t) => ({
+        turn: t.turn,
+        prompt_length: t.promptLength,
+        prefix_length: t.prefixLength,
+        tail: t.promptTail.length,
+        completion: t.completionIds.length,
+        consistent: t.consistent,
+        model: t.model,
+        temperature: t.temperature,
+        top_p: t.topP,
+      })),
+    })),
+  };
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const dataStart = pad4(8 + json.length);
+  let words = 0;
+  for (const e of episodes)
+    for (const t of e.turns) words += t.promptTail.length + 2 * t.completionIds.length;
+  const bytes = new Uint8Array(dataStart + 4 * words);
+  bytes.set(new TextEncoder().encode(MAGIC), 0);
+  new DataView(bytes.buffer).setUint32(4, json.length, true);
+  bytes.set(json, 8);
+  const ids = new Int32Array(bytes.buffer, dataStart, words);
+  const floats = new Float32Array(bytes.buffer, dataStart, words);
+  let at = 0;
+  for (const e of episodes) {
+    for (const t of e.turns) {
+      ids.set(t.promptTail, at);
+      at += t.promptTail.length;
+      ids.set(t.completionIds, at);
+      at += t.completionIds.length;
+      floats.set(t.logprobs, at);
+      at += t.logprobs.length;
+    }
+  }
+  return bytes;
+}
+
+export class TokenObjectError extends Error {
+  override name = "TokenObjectError";
+}
+
+export function decodeTokenObject(bytes: Uint8Array): {
+  groupId: string;
+  episodes: EpisodeTokens[];
+} {
+  if (new TextDecoder().decode(bytes.subarray(0, 4)) !== MAGIC)
+    throw new TokenObjectError("not an edgeroll token object (bad magic)");
+  // Copy when unaligned, so the typed views below can be made.
+  const own = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+  const view = new DataView(own.buffer, own.byteOffset, own.byteLength);
+  const length = view.getUint32(4, true);
+  const header = JSON.parse(new TextDecoder().decode(own.subarray(8, 8 + length))) as Header;
+  const dataStart = pad4(8 + length);
+  const words = (own.byteLength - dataStart) / 4;
+  const ids = new Int32Array(own.buffer, own.byteOffset + dataStart, words);
+  const floats = new Float32Array(own.buffer, own.byteOffset + dataStart, words);
+  let at = 0;
+  const take = <T extends Int32Array | Float32Array>(from: T, n: number): T => {
+    if (at + n > words) throw new TokenObjectError("the token object is shorter than its header");
+    const part = from.slice(at, at + n) as T;
+    at += n;
+    return part;
+  };
+  const episodes = header.episodes.map((e) => ({
+    idx: e.idx,
+    turns: e.turns.map(
+      (t): TurnTokens => ({
+        turn: t.turn,
+        promptLength: t.prompt_length,
+        prefixLength: t.prefix_length,
+        promptTail: take(ids, t.tail),
+        completionIds: take(ids, t.completion),
+        logprobs: take(floats, t.completion),
+        consistent: t.consistent,
+        model: t.model,
+        temperature: t.temperature,
+        topP: t.top_p,
+      }),
+    ),
+  }));
+  if (at !== words) throw new TokenObjectError("the token object is longer than its header");
+  return { groupId: header.group_id, episodes };
+}
+
+/** Where a group's token object lives in the bucket. */
+export function tokenObjectKey(groupId: string): string {
+  return `groups/${groupId}.tokens`;
+}
