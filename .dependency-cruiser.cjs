@@ -5,7 +5,7 @@
  */
 const LAYERS = [
   ["utils"], // small helpers that know nothing of edgeroll
-  ["sdk"], // the environment SDK: what environment authors import
+  ["sdk", "tokens"], // the environment SDK; token-exact episodes, as arrays and bytes
   ["environments", "inference", "db", "config.ts", "sim"],
   ["env-workers", "trainer"],
   ["rollout"], // the group object, its storage, turns, rewards, landing

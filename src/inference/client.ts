@@ -14,6 +14,7 @@ import {
 } from "./completion";
 import { errorForStatus, InferenceError, malformed } from "./failures";
 import { parseCompletionStream, readCompletionStream } from "./stream";
+import { TokenFieldReader, type TokenFields } from "./token-fields";
 
 export interface InferenceEndpoint {
   baseUrl: string;
@@ -51,6 +52,9 @@ export interface GenerateOptions {
   wholeStreamBytes?: number;
 }
 
+/** A 4xx that names a token field refused that field, not the generation. */
+const TOKEN_FIELDS = /return_token_ids|top_logprobs|logprobs/i;
+
 /** Wire bytes per streamed token, with room to spare: vLLM's chunks are about 200. */
 const STREAM_BYTES_PER_TOKEN = 300;
 
@@ -79,7 +83,7 @@ export function backoffMs(attempt: number, retryAfterS?: number): number {
   return Math.min(Math.max(exponential, (retryAfterS ?? 0) * 1000), 60_000);
 }
 
-async function readJson(response: Response): Promise<Completion> {
+async function readJson(response: Response, wantTokens: boolean): Promise<Completion> {
   const text = await response.text();
   let json: unknown;
   try {
@@ -92,11 +96,19 @@ async function readJson(response: Response): Promise<Completion> {
     throw malformed(`malformed completion: ${describeZodError(body.error)}`, body.error);
   }
   const [choice] = body.data.choices;
+  let tokens: TokenFields | null = null;
+  if (wantTokens) {
+    const reader = new TokenFieldReader();
+    const raw = json as { choices: Record<string, unknown>[] } & Record<string, unknown>;
+    reader.add(raw, raw.choices[0]);
+    tokens = reader.result();
+  }
   return {
     content: choice?.message.content ?? "",
     toolCalls: choice?.message.tool_calls ?? [],
     finishReason: choice?.finish_reason ?? null,
     usage: usageOf(body.data.usage),
+    tokens,
   };
 }
 
@@ -134,10 +146,10 @@ async function sendOnce(
     response.body &&
     response.headers.get("content-type")?.includes("text/event-stream");
   try {
-    if (!streamed || !response.body) return await readJson(response);
+    if (!streamed || !response.body) return await readJson(response, request.tokens);
     return readWhole
-      ? parseCompletionStream(await response.text())
-      : await readCompletionStream(response.body);
+      ? parseCompletionStream(await response.text(), request.tokens)
+      : await readCompletionStream(response.body, request.tokens);
   } catch (error) {
     if (signal.aborted || error instanceof InferenceError) throw error;
     throw malformed(`the response broke off: ${String(error)}`, error);
@@ -159,11 +171,19 @@ export async function generate(
     request.sampling.max_completion_tokens * STREAM_BYTES_PER_TOKEN <=
     (options.wholeStreamBytes ?? 0);
   let attempts = 0;
+  let current = request;
+  let tokensRefused: string | null = null;
   try {
     for (;;) {
       attempts++;
       try {
-        const completion = await sendOnce(endpoint, request, signal, readWhole);
+        const completion = await sendOnce(endpoint, current, signal, readWhole);
+        if (tokensRefused !== null) {
+          completion.tokens = {
+            kind: "missing",
+            problem: `the host refused the token fields: ${tokensRefused}`,
+          };
+        }
         return { kind: "ok", completion, attempts, latencyMs: Date.now() - started };
       } catch (error) {
         if (options.signal?.aborted) throw error;
@@ -175,6 +195,13 @@ export async function generate(
             : new InferenceError("retryable", String(error), { cause: error });
         if (failure.kind === "context_exceeded")
           return { kind: "context_exceeded", attempts, message: failure.message };
+        if (failure.kind === "rejected" && current.tokens && TOKEN_FIELDS.test(failure.message)) {
+          // A host that will not take the token fields (SGLang while streaming) is asked again
+          // without them; the completion then says why it has no tokens.
+          tokensRefused = failure.message;
+          current = { ...current, tokens: false };
+          continue;
+        }
         if (failure.kind === "rejected")
           return { kind: "failed", failure: "rejected", attempts, message: failure.message };
         const exhausted: GenerationFailure = failure.malformed ? "malformed" : "unavailable";

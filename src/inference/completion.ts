@@ -1,6 +1,7 @@
 /** The OpenAI-compatible chat-completions wire format: what edgeroll sends and what it accepts back. */
 import { z } from "zod";
 import type { ChatMessage, ToolCall } from "../sdk";
+import { TOKEN_REQUEST_FIELDS, type TokenFields } from "./token-fields";
 
 export interface SamplingParams {
   model: string;
@@ -16,6 +17,8 @@ export interface CompletionRequest {
   /** Per-generation seed, derived from the group's seed, the episode and the turn. */
   seed?: number | undefined;
   stream: boolean;
+  /** Ask the host for token ids and logprobs (token-exact episodes). */
+  tokens: boolean;
 }
 
 /** A finished generation, reassembled from a stream or read from one JSON body. */
@@ -24,6 +27,8 @@ export interface Completion {
   toolCalls: ToolCall[];
   finishReason: string | null;
   usage: { promptTokens: number; completionTokens: number } | null;
+  /** The host's token fields, when they were asked for; null when not. */
+  tokens: TokenFields | null;
 }
 
 /** Only the fields the OpenAI API defines; edgeroll's metadata never leaves the Worker. */
@@ -45,6 +50,7 @@ export function requestBody(request: CompletionRequest): string {
     ...(sampling.stop === undefined ? {} : { stop: sampling.stop }),
     ...(request.seed === undefined ? {} : { seed: request.seed }),
     ...(request.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    ...(request.tokens ? TOKEN_REQUEST_FIELDS : {}),
   });
 }
 

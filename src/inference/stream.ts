@@ -3,6 +3,7 @@ import { createParser } from "eventsource-parser";
 import type { ToolCall } from "../sdk";
 import { type Completion, usageOf } from "./completion";
 import { InferenceError, malformed as malformedBody } from "./failures";
+import { TokenFieldReader } from "./token-fields";
 
 const malformed = (detail: string) =>
   malformedBody(`malformed stream from the inference host: ${detail}`);
@@ -25,11 +26,17 @@ interface Chunk {
 
 /** Accumulates the chunks of one streamed completion. */
 class StreamedCompletion {
+  /** Reads the token fields when the request asked for them. */
+  readonly tokens: TokenFieldReader | null;
   content = "";
   readonly calls: ToolCall[] = [];
   finishReason: string | null = null;
   usage: Completion["usage"] = null;
   sawDone = false;
+
+  constructor(wantTokens: boolean) {
+    this.tokens = wantTokens ? new TokenFieldReader() : null;
+  }
 
   add(data: string): void {
     if (data === "[DONE]") {
@@ -66,6 +73,10 @@ class StreamedCompletion {
       this.usage = usageOf(usage);
     }
     const choice = chunk.choices?.[0];
+    this.tokens?.add(
+      json as Record<string, unknown>,
+      choice as Record<string, unknown> | undefined,
+    );
     if (choice === undefined) return;
     const delta = choice.delta;
     if (typeof delta?.content === "string") this.content += delta.content;
@@ -87,8 +98,8 @@ class StreamedCompletion {
 }
 
 /** Feeds server-sent events into a completion; the first fault is kept, later events ignored. */
-function collector() {
-  const completion = new StreamedCompletion();
+function collector(wantTokens: boolean) {
+  const completion = new StreamedCompletion(wantTokens);
   let failure: unknown = null;
   const parser = createParser({
     onEvent: (event) => {
@@ -112,21 +123,25 @@ function collector() {
         throw malformed("the stream ended before the completion finished");
       }
       const { content, calls, finishReason, usage } = completion;
-      return { content, toolCalls: calls.filter(Boolean), finishReason, usage };
+      const tokens = completion.tokens?.result() ?? null;
+      return { content, toolCalls: calls.filter(Boolean), finishReason, usage, tokens };
     },
   };
 }
 
 /** Parses a whole streamed body at once (read by the runtime, no JavaScript per chunk). */
-export function parseCompletionStream(text: string): Completion {
-  const events = collector();
+export function parseCompletionStream(text: string, wantTokens = false): Completion {
+  const events = collector(wantTokens);
   events.feed(text);
   return events.result();
 }
 
 /** Reads server-sent events off the body as they arrive; a broken body fails here. */
-export async function readCompletionStream(body: ReadableStream<Uint8Array>): Promise<Completion> {
-  const events = collector();
+export async function readCompletionStream(
+  body: ReadableStream<Uint8Array>,
+  wantTokens = false,
+): Promise<Completion> {
+  const events = collector(wantTokens);
   const reader = body.getReader();
   const decoder = new TextDecoder();
   try {

@@ -8,6 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
 import { errorMessage } from "../sdk";
+import { TokenStore } from "../tokens/token-store";
 import { backoffDelayMs } from "../utils/backoff";
 import { lander, scoreWorker, stepWorker } from "./bindings";
 import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api";
@@ -34,6 +35,7 @@ const retryDelayMs = (attempt: number) => backoffDelayMs(attempt, { baseMs: 1000
 
 export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi {
   private readonly store = new GroupStore(this.ctx.storage);
+  private readonly tokens = new TokenStore(this.ctx.storage.sql);
   private readonly config = configFrom(this.env);
   private readonly drivers = new Map<number, Promise<void>>();
   private runtime: GroupRuntime | null = null;
@@ -111,6 +113,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       this.runtime = {
         spec: group.spec,
         store: this.store,
+        tokens: this.tokens,
         config: this.config,
         stepWorker: stepWorker(this.env),
         permits: groupPermits(this.env, group.spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),

@@ -41,6 +41,12 @@ export const StartGroupRequestSchema = z
     sampling: SamplingSchema,
     /** Must hold the system prompt plus the whole running transcript. */
     max_context_tokens: z.number().int().min(64).max(2_097_152).default(32_768),
+    /**
+     * Token-exact episodes: `auto` asks the host for token ids and logprobs and records them
+     * when it sends them; `required` fails an episode whose host does not (`tokens_unavailable`);
+     * `off` does not ask.
+     */
+    tokens: z.enum(["auto", "required", "off"]).default("auto"),
   })
   .refine((r) => r.sampling.max_completion_tokens < r.max_context_tokens, {
     message: "must be smaller than max_context_tokens",

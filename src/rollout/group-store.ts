@@ -543,7 +543,16 @@ export class GroupStore {
   }
 
   /** The sampled action is appended; the episode waits for the environment's step. */
-  recordAction(idx: number, message: ChatMessage, stats: ActionStats): void {
+  /**
+   * The sampled action is appended and the episode moves on to stepping. `alongside` writes in
+   * the same transaction (the turn's tokens), so no restart finds one without the other.
+   */
+  recordAction(
+    idx: number,
+    message: ChatMessage,
+    stats: ActionStats,
+    alongside: () => void = () => {},
+  ): void {
     const episode = this.episode(idx);
     const seq = this.m.nextSeq[idx] ?? 0;
     const attempts = stats.attempts + (this.generation(idx)?.attempts ?? 0);
@@ -569,6 +578,7 @@ export class GroupStore {
         stats.finishReason === "length",
       );
       this.sql.exec("DELETE FROM generations WHERE idx = ?", idx);
+      alongside();
       this.sql.exec(
         `UPDATE episodes SET state = 'stepping', turns = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?
          WHERE idx = ?`,

@@ -32,6 +32,7 @@ export const FailureReasonSchema = z.enum([
   "inference_unavailable",
   "inference_malformed",
   "redispatch_limit",
+  "tokens_unavailable",
   // the environment
   "env_error",
   "step_timeout",

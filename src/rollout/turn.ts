@@ -5,7 +5,7 @@
  */
 import { type Config, generationDeadlineMs } from "../config";
 import type { StepWorkerApi } from "../env-workers/step-worker";
-import { type GenerationFailure, generate } from "../inference/client";
+import { type GenerationFailure, type GenerationOutcome, generate } from "../inference/client";
 import {
   type ChatMessage,
   errorMessage,
@@ -13,6 +13,7 @@ import {
   responseTextAfter,
   sampledMessage,
 } from "../sdk";
+import type { TokenStore } from "../tokens/token-store";
 import { type GroupSpec, generationSeed } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import { END, type FailureReason, failed } from "./outcomes";
@@ -30,6 +31,8 @@ const INFERENCE_FAILURE: Record<GenerationFailure, FailureReason> = {
 export interface GroupRuntime {
   spec: GroupSpec;
   store: GroupStore;
+  /** Each sampled turn's tokens, beside the transcripts. */
+  tokens: TokenStore;
   config: Config;
   stepWorker: StepWorkerApi;
   permits: Permits;
@@ -124,6 +127,8 @@ async function sample(
       messages: transcript,
       seed: generationSeed(spec.request.sampling, idx, store.episode(idx).turns),
       stream: config.INFERENCE_STREAM,
+      // Asked for until the host shows it will not send them.
+      tokens: spec.request.tokens !== "off" && rt.tokens.mode(idx) === "exact",
     },
     {
       deadlineMs: Math.max(0, deadlineAt - Date.now()),
@@ -134,22 +139,9 @@ async function sample(
   );
   await rt.writeTurn();
   switch (outcome.kind) {
-    case "ok": {
-      const { completion } = outcome;
-      const message = sampledMessage({
-        content: completion.content,
-        toolCalls: completion.toolCalls,
-      });
-      store.recordAction(idx, message, {
-        promptTokens: completion.usage?.promptTokens ?? null,
-        completionTokens: completion.usage?.completionTokens ?? null,
-        finishReason: completion.finishReason,
-        latencyMs: outcome.latencyMs,
-        attempts: outcome.attempts,
-      });
-      transcript.push(message);
+    case "ok":
+      recordAction(rt, idx, transcript, outcome);
       return;
-    }
     case "retry_later": {
       const retryAt = Date.now() + outcome.delayMs;
       if (retryAt < deadlineAt) {
@@ -173,6 +165,50 @@ async function sample(
       store.finish(idx, failed(INFERENCE_FAILURE[outcome.failure], outcome.message));
       return;
   }
+}
+
+/**
+ * Appends the sampled action, with its tokens in the same write. A group that requires tokens
+ * ends the episode instead when the host sent none, naming what was missing and the fix.
+ */
+function recordAction(
+  rt: GroupRuntime,
+  idx: number,
+  transcript: ChatMessage[],
+  outcome: Extract<GenerationOutcome, { kind: "ok" }>,
+): void {
+  const { store, spec } = rt;
+  const { completion } = outcome;
+  const fields = completion.tokens;
+  const exact = fields?.kind === "exact" ? fields.tokens : null;
+  if (spec.request.tokens === "required" && exact === null) {
+    const why = fields?.kind === "missing" ? fields.problem : "the host was not asked for tokens";
+    const detail = `${why}; this group asks for tokens: "required" (use "auto" to go on without them)`;
+    store.finish(idx, failed(END.tokens_unavailable, detail));
+    return;
+  }
+  const message = sampledMessage({ content: completion.content, toolCalls: completion.toolCalls });
+  const turn = store.episode(idx).turns;
+  const { temperature, top_p: topP } = spec.request.sampling;
+  store.recordAction(
+    idx,
+    message,
+    {
+      // The host's own count; its token ids are the exact one where usage is missing.
+      promptTokens: completion.usage?.promptTokens ?? exact?.promptIds.length ?? null,
+      completionTokens: completion.usage?.completionTokens ?? exact?.completionIds.length ?? null,
+      finishReason: completion.finishReason,
+      latencyMs: outcome.latencyMs,
+      attempts: outcome.attempts,
+    },
+    () => {
+      if (spec.request.tokens === "off") return;
+      if (exact !== null) rt.tokens.record(idx, turn, exact, { temperature, topP });
+      else
+        rt.tokens.markInexact(idx, fields?.kind === "missing" ? fields.problem : "no token fields");
+    },
+  );
+  transcript.push(message);
 }
 
 /** One retry after a first timeout; a second one fails the episode. */

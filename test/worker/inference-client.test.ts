@@ -19,6 +19,7 @@ function call(
     maxTokens?: number;
     maxInlineBackoffMs?: number;
     wholeStreamBytes?: number;
+    tokens?: boolean;
   } = {},
 ): Promise<GenerationOutcome> {
   unique++;
@@ -28,6 +29,7 @@ function call(
       sampling: { model, temperature: 0, top_p: 1, max_completion_tokens: options.maxTokens ?? 64 },
       messages: [...messages, { role: "system", content: `call ${unique}` }],
       stream: options.stream ?? true,
+      tokens: options.tokens ?? false,
     },
     {
       deadlineMs: options.deadlineMs ?? 2000,
@@ -75,6 +77,7 @@ describe("the inference client", () => {
             },
           ],
           stream,
+          tokens: false,
         },
         { deadlineMs: 2000, maxRetries: 0 },
       );

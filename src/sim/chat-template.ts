@@ -1,0 +1,62 @@
+/**
+ * The simulator's chat template and tokenizer: ChatML, as Qwen-family models render it, over a
+ * real BPE vocabulary (cl100k_base, whose ids 100264 and 100265 are `<|im_start|>` and
+ * `<|im_end|>`). The text is split on the special tokens first and each piece is encoded on its
+ * own, as Hugging Face tokenizers do, so the ids are what a real host would send.
+ *
+ * `drop-reasoning` re-renders earlier assistant turns without their `<think>…</think>` block, as
+ * Qwen3's template does for turns before the last user message: the prompt then no longer
+ * starts with the tokens the model produced, which is the drift edgeroll must detect.
+ */
+import { decode, encode } from "gpt-tokenizer/encoding/cl100k_base";
+
+export const IM_START = 100264;
+export const IM_END = 100265;
+const SPECIAL: Record<string, number> = { "<|im_start|>": IM_START, "<|im_end|>": IM_END };
+
+export type TemplateKind = "chatml" | "drop-reasoning";
+
+export interface TemplateMessage {
+  role: string;
+  content: string;
+  tool_calls?: { function: { name: string; arguments: string } }[];
+}
+
+/** Text to ids: special tokens split out first, each piece between them encoded alone. */
+export function tokenize(text: string): number[] {
+  const ids: number[] = [];
+  for (const piece of text.split(/(<\|im_start\|>|<\|im_end\|>)/)) {
+    if (piece === "") continue;
+    const special = SPECIAL[piece];
+    if (special !== undefined) ids.push(special);
+    else ids.push(...encode(piece));
+  }
+  return ids;
+}
+
+export function detokenize(ids: readonly number[]): string {
+  return decode([...ids]);
+}
+
+const REASONING = /<think>[\s\S]*?<\/think>\s*/g;
+
+/** What an assistant turn's content renders as: its text, and its tool calls as Qwen writes them. */
+function assistantBody(message: TemplateMessage): string {
+  const calls = (message.tool_calls ?? []).map(
+    (c) =>
+      `<tool_call>\n${JSON.stringify({ name: c.function.name, arguments: JSON.parse(c.function.arguments || "{}") })}\n</tool_call>`,
+  );
+  return [message.content, ...calls].filter(Boolean).join("\n");
+}
+
+/** The whole conversation, then the generation prompt `<|im_start|>assistant\n`. */
+export function renderPrompt(messages: readonly TemplateMessage[], kind: TemplateKind): string {
+  const lastUser = messages.findLastIndex((m) => m.role === "user");
+  const parts = messages.map((m, i) => {
+    let body = m.role === "assistant" ? assistantBody(m) : m.content;
+    if (kind === "drop-reasoning" && m.role === "assistant" && i < lastUser)
+      body = body.replace(REASONING, "");
+    return `<|im_start|>${m.role}\n${body}<|im_end|>\n`;
+  });
+  return `${parts.join("")}<|im_start|>assistant\n`;
+}
