@@ -38,6 +38,8 @@ export async function inProcessLoop(
                   messages,
                   seed: generationSeed(sampling, idx, turn.index),
                   stream,
+                  // Asked for as the group asks for them: the loop reads the same bodies.
+                  tokens: (group.tokens ?? "auto") !== "off",
                 },
                 { deadlineMs: 600_000, maxRetries: 4 },
               );

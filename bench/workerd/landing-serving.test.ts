@@ -93,7 +93,7 @@ async function measure(runId: string, count: number): Promise<string> {
     (id) =>
       runInDurableObject(
         env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(id)),
-        (_instance, state) => landingPayload(new GroupStore(state.storage)),
+        (_instance, state) => landingPayload(new GroupStore(state.storage), null),
       ),
     { concurrency: 16 },
   );

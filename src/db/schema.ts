@@ -26,6 +26,9 @@ export const groups = sqliteTable(
     episodesFailed: integer("episodes_failed"),
     /** Every scored episode has the same score: no GRPO signal, so not served unless asked. */
     uniform: integer("uniform", { mode: "boolean" }).notNull().default(false),
+    /** The group's token object in the TOKENS bucket, and its size; null without tokens. */
+    tokenObject: text("token_object"),
+    tokenObjectBytes: integer("token_object_bytes"),
     /**
      * Where a landed group is on its way to a trainer: `available`, `leased`, `acked`, or
      * `parked` (delivered MAX_DELIVERIES times without an ack: poison, kept for inspection).
@@ -83,6 +86,15 @@ export const episodes = sqliteTable(
     totalTokens: integer("total_tokens"),
     latencyMs: integer("latency_ms").notNull(),
     redispatches: integer("redispatches").notNull(),
+    /**
+     * `exact`: every sampled turn's token ids and logprobs are in the group's token object;
+     * `none`: not (the host sent none, or the group asked for `tokens: "off"`).
+     */
+    tokenMode: text("token_mode").$type<"exact" | "none">().notNull().default("none"),
+    /** Sampled turns whose prompt did not start with the tokens the previous turn left. */
+    prefixBreaks: integer("prefix_breaks").notNull().default(0),
+    /** Trainer samples the turns make by the merge-or-split rule (prefix breaks + 1). */
+    sampleCount: integer("sample_count").notNull().default(0),
     responseText: text("response_text").notNull(),
     createdAt: text("created_at").notNull(),
     finishedAt: text("finished_at").notNull(),
@@ -116,6 +128,14 @@ export const messages = sqliteTable(
     latencyMs: integer("latency_ms"),
     attempts: integer("attempts"),
     truncated: integer("truncated", { mode: "boolean" }),
+    /** On sampled turns with tokens: the model the host says answered. */
+    model: text("model"),
+    /** The sum of the completion's logprobs: the log-probability of the action. */
+    logprobSum: real("logprob_sum"),
+    /** The prompt tokens this turn added after the previous turn's (its share of storage). */
+    newPromptTokens: integer("new_prompt_tokens"),
+    /** Its prompt did not start with the previous turn's prompt + completion. */
+    prefixBreak: integer("prefix_break", { mode: "boolean" }),
   },
   // No index on group_id: messages are read by episode (the primary key), and every index is
   // paid for on each of the many rows a landing writes.

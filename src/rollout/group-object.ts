@@ -19,6 +19,7 @@ import { TERMINAL_STATES } from "./outcomes";
 import { groupPermits } from "./permits";
 import { knownGroupHash, registerGroup } from "./registration";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
+import { storeTokenObject, tokenLanding } from "./token-landing";
 import { driveEpisode, type GroupRuntime, permitLeaseMs } from "./turn";
 import { sharedWriteTurn } from "./write-turn";
 
@@ -206,15 +207,24 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       assignCredit(this.store, group.spec);
     }
     if (this.isWaiting(TIMER_LAND)) return;
-    let landed: LandingOutcome;
-    try {
-      landed = await landGroup(this.env.DB, lander(this.env), landingPayload(this.store));
-    } catch (error) {
-      landed = { ok: false, error: errorMessage(error) }; // the lander itself was unreachable
+    // Tokens first, then the rows: a group D1 shows as landed always has its token object.
+    const tokens = tokenLanding(group.spec, this.tokens);
+    let landed: LandingOutcome = tokens
+      ? await storeTokenObject(this.env.TOKENS, tokens)
+      : { ok: true };
+    if (landed.ok) {
+      try {
+        const payload = landingPayload(this.store, tokens);
+        landed = await landGroup(this.env.DB, lander(this.env), payload);
+        if (!landed.ok) landed = { ok: false, error: `D1: ${landed.error}` };
+      } catch (error) {
+        // The lander itself was unreachable.
+        landed = { ok: false, error: `D1: ${errorMessage(error)}` };
+      }
     }
     if (!landed.ok) {
-      // The transcripts stay here until D1 has confirmed the landing.
-      const attempts = this.store.countAttempt("land", `D1: ${landed.error}`);
+      // The transcripts and tokens stay here until both are durable.
+      const attempts = this.store.countAttempt("land", landed.error);
       this.store.setTimer(TIMER_LAND, Date.now() + retryDelayMs(attempts));
       return this.rearm();
     }

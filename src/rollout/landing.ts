@@ -10,6 +10,7 @@ import { errorMessage, rewardSuccess } from "../sdk";
 import { episodeId } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import { groupRow } from "./registration";
+import type { TokenLanding } from "./token-landing";
 
 /** Bulk rows travel as one JSON parameter per statement, well inside D1's 2 MB value limit. */
 const CHUNK_CHARS = 500_000;
@@ -106,7 +107,7 @@ export interface LandingPayload {
 }
 
 /** Reads everything a finished group lands with from its object's storage. */
-export function landingPayload(store: GroupStore): LandingPayload {
+export function landingPayload(store: GroupStore, tokens: TokenLanding | null): LandingPayload {
   const { spec, creditApplied, warnings } = store.group();
   const { request } = spec;
   const rows = store.episodes();
@@ -152,30 +153,41 @@ export function landingPayload(store: GroupStore): LandingPayload {
     totalTokens: e.totalTokens,
     latencyMs: (e.finishedAt ?? e.startedAt) - e.startedAt,
     redispatches: e.redispatches,
+    tokenMode: tokens?.episodes.get(e.idx)?.mode ?? "none",
+    prefixBreaks: tokens?.episodes.get(e.idx)?.prefixBreaks ?? 0,
+    sampleCount: tokens?.episodes.get(e.idx)?.sampleCount ?? 0,
     responseText: e.responseText,
     createdAt: iso(e.startedAt),
     finishedAt: iso(e.finishedAt ?? e.startedAt),
   }));
   const messagesByEpisode = store.messagesByEpisode();
   const messageRows: (typeof messages.$inferInsert)[] = rows.flatMap((e) =>
-    (messagesByEpisode.get(e.idx) ?? []).map((m) => ({
-      episodeId: episodeId(spec.groupId, e.idx),
-      seq: m.seq,
-      groupId: spec.groupId,
-      turn: m.turn,
-      role: m.message.role,
-      content: m.message.content,
-      name: m.message.name ?? null,
-      toolCalls: m.message.tool_calls ?? null,
-      toolCallId: m.message.tool_call_id ?? null,
-      sampled: m.sampled,
-      promptTokens: m.promptTokens,
-      completionTokens: m.completionTokens,
-      finishReason: m.finishReason,
-      latencyMs: m.latencyMs,
-      attempts: m.attempts,
-      truncated: m.truncated,
-    })),
+    (messagesByEpisode.get(e.idx) ?? []).map((m) => {
+      const turn =
+        m.sampled && m.turn !== null ? tokens?.episodes.get(e.idx)?.turns.get(m.turn) : undefined;
+      return {
+        episodeId: episodeId(spec.groupId, e.idx),
+        seq: m.seq,
+        groupId: spec.groupId,
+        turn: m.turn,
+        role: m.message.role,
+        content: m.message.content,
+        name: m.message.name ?? null,
+        toolCalls: m.message.tool_calls ?? null,
+        toolCallId: m.message.tool_call_id ?? null,
+        sampled: m.sampled,
+        promptTokens: m.promptTokens,
+        completionTokens: m.completionTokens,
+        finishReason: m.finishReason,
+        latencyMs: m.latencyMs,
+        attempts: m.attempts,
+        truncated: m.truncated,
+        model: turn?.model ?? null,
+        logprobSum: turn?.logprobSum ?? null,
+        newPromptTokens: turn?.newPromptTokens ?? null,
+        prefixBreak: turn ? turn.prefixBreak : null,
+      };
+    }),
   );
   const group: typeof groups.$inferInsert = {
     ...groupRow(spec, status),
@@ -187,6 +199,8 @@ export function landingPayload(store: GroupStore): LandingPayload {
     episodesFailed: failed.length,
     // Equal scores carry no group-relative signal; a group of one is uniform by definition.
     uniform: scores.length > 0 && scores.every((s) => s === scores[0]),
+    tokenObject: tokens?.object?.key ?? null,
+    tokenObjectBytes: tokens?.object?.bytes.length ?? null,
     finishedAt,
   };
   return {

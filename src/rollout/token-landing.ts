@@ -1,0 +1,83 @@
+/**
+ * A finished group's tokens on their way out: one packed object for the TOKENS bucket, written
+ * before the group's D1 rows, and the little D1 keeps of them for people's queries (each turn's
+ * logprob sum, new prompt tokens and prefix break, each episode's token mode, breaks and
+ * samples). Idempotent like the D1 landing: the object's key and bytes depend only on the group.
+ */
+import { errorMessage } from "../sdk";
+import { encodeTokenObject, tokenObjectKey } from "../tokens/token-object";
+import type { TokenMode, TokenStore } from "../tokens/token-store";
+import { logprobSum, prefixBreaks } from "../tokens/turn-tokens";
+import type { GroupSpec } from "./group-spec";
+import type { LandingOutcome } from "./landing";
+
+export interface TurnTokenSummary {
+  model: string | null;
+  logprobSum: number;
+  newPromptTokens: number;
+  prefixBreak: boolean;
+}
+
+export interface EpisodeTokenSummary {
+  mode: TokenMode;
+  prefixBreaks: number;
+  sampleCount: number;
+  turns: Map<number, TurnTokenSummary>;
+}
+
+export interface TokenLanding {
+  /** Null when no episode has exact tokens: nothing goes to the bucket. */
+  object: { key: string; bytes: Uint8Array } | null;
+  episodes: Map<number, EpisodeTokenSummary>;
+}
+
+/** What a group lands of its tokens; null for a group that asked for `tokens: "off"`. */
+export function tokenLanding(spec: GroupSpec, store: TokenStore): TokenLanding | null {
+  if (spec.request.tokens === "off") return null;
+  const recorded = store.episodes(spec.request.group_size);
+  const episodes = new Map<number, EpisodeTokenSummary>();
+  for (const { idx, turns } of recorded) {
+    const mode = store.mode(idx);
+    const breaks = prefixBreaks(turns);
+    episodes.set(idx, {
+      mode,
+      prefixBreaks: breaks,
+      // Merge or split: the first turn starts a sample, and so does each break.
+      sampleCount: turns.length > 0 ? breaks + 1 : 0,
+      turns: new Map(
+        turns.map((t) => [
+          t.turn,
+          {
+            model: t.model,
+            logprobSum: logprobSum(t),
+            newPromptTokens: t.promptTail.length,
+            prefixBreak: !t.consistent,
+          },
+        ]),
+      ),
+    });
+  }
+  const exact = recorded.some((e) => e.turns.length > 0);
+  return {
+    object: exact
+      ? { key: tokenObjectKey(spec.groupId), bytes: encodeTokenObject(spec.groupId, recorded) }
+      : null,
+    episodes,
+  };
+}
+
+/** Puts the token object; an error is an answer, retried with the landing. */
+export async function storeTokenObject(
+  bucket: R2Bucket,
+  landing: TokenLanding,
+): Promise<LandingOutcome> {
+  if (landing.object === null) return { ok: true };
+  try {
+    await bucket.put(landing.object.key, landing.object.bytes, {
+      httpMetadata: { contentType: "application/vnd.edgeroll.tokens" },
+    });
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, error: `R2: ${errorMessage(error)}` };
+  }
+}
