@@ -14,6 +14,12 @@
  *   context:T        reject prompts over T tokens as too long for the context
  *   retryafter:S     the Retry-After header (seconds) sent with simulated errors (default 0)
  *   native           send tool calls as OpenAI `tool_calls` instead of text blocks
+ *   think[:keep]     think aloud (`<think>…</think>`) before each action; the chat template
+ *                    drops that reasoning from earlier turns, as Qwen3's does (prefix breaks),
+ *                    unless `:keep`
+ *   notokens         an old host: no `prompt_token_ids` or `token_ids` (logprobs still)
+ *   sglang           SGLang's placement: token ids on the choice, and a 400 for
+ *                    `return_token_ids` with streaming
  *
  * A counted fault may be limited to one turn with `@T`: `fail:503:1@2` fails only requests
  * whose transcript already holds two assistant messages.
@@ -29,6 +35,10 @@ export interface Directives {
   contextLimit?: number;
   retryAfterS: number;
   native: boolean;
+  /** Think aloud before acting; `drop` re-renders history without it (Qwen3's template). */
+  think: "drop" | "keep" | null;
+  noTokenIds: boolean;
+  sglang: boolean;
 }
 
 export function parseModel(model: string): { name: string; directives: Directives } {
@@ -40,6 +50,9 @@ export function parseModel(model: string): { name: string; directives: Directive
     retryAfterS: 0,
     chaos: 0,
     native: false,
+    think: null,
+    noTokenIds: false,
+    sglang: false,
   };
   for (const spec of parts) {
     const [part = "", turn] = spec.split("@");
@@ -51,6 +64,9 @@ export function parseModel(model: string): { name: string; directives: Directive
       directives.failFirst.push({ fault: "hang", times: Number(a), ...atTurn });
     else if (kind === "hang" || kind === "stall") directives.always = kind;
     else if (kind === "native") directives.native = true;
+    else if (kind === "think") directives.think = a === "keep" ? "keep" : "drop";
+    else if (kind === "notokens") directives.noTokenIds = true;
+    else if (kind === "sglang") directives.sglang = true;
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
     } else if (kind === "reset" || kind === "malformed" || kind === "cut") {

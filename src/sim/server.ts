@@ -6,11 +6,14 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { countTokens, decode, encode } from "gpt-tokenizer";
 import { z } from "zod";
+import { detokenize, IM_END, type TemplateKind } from "./chat-template";
 import { type Directives, parseModel } from "./directives";
 import { playTurn } from "./policies";
 import { hashString, type Random, seededRandom } from "./random";
+import { completionTokens, logprobsField, promptIds } from "./token-answer";
+
+const tokenText = (id: number) => detokenize([id]);
 
 export interface LatencyModel {
   /** Time to first token, plus a share proportional to the prompt. */
@@ -34,6 +37,10 @@ export interface SimulatorOptions {
   host?: string;
   latency?: Partial<LatencyModel>;
   faults?: Partial<FaultRates>;
+  /** The chat template (default ChatML; `drop-reasoning` re-renders history as Qwen3 does). */
+  template?: TemplateKind;
+  /** Answer `return_token_ids` (default true); false plays a host older than vLLM 0.10.2. */
+  tokenIds?: boolean;
 }
 
 export interface SimulatorStats {
@@ -54,9 +61,19 @@ export interface Simulator {
   close(): Promise<void>;
 }
 
+const WireMessageSchema = z
+  .object({
+    role: z.string(),
+    content: z.string().nullish(),
+    tool_calls: z
+      .array(z.object({ function: z.object({ name: z.string(), arguments: z.string() }) }).loose())
+      .nullish(),
+  })
+  .loose();
+
 const RequestSchema = z.object({
   model: z.string().min(1),
-  messages: z.array(z.object({ role: z.string(), content: z.string().nullish() }).loose()).min(1),
+  messages: z.array(WireMessageSchema).min(1),
   temperature: z.number().min(0).default(1),
   max_tokens: z.number().int().positive().optional(),
   max_completion_tokens: z.number().int().positive().optional(),
@@ -65,6 +82,9 @@ const RequestSchema = z.object({
   seed: z.number().int().optional(),
   stream: z.boolean().default(false),
   stream_options: z.object({ include_usage: z.boolean().optional() }).loose().optional(),
+  logprobs: z.boolean().optional(),
+  top_logprobs: z.number().int().min(0).optional(),
+  return_token_ids: z.boolean().optional(),
 });
 type CompletionRequest = z.infer<typeof RequestSchema>;
 
@@ -87,10 +107,13 @@ interface NativeCall {
 }
 
 interface Choice {
+  /** The visible content (tool calls taken out when they go as native `tool_calls`). */
   text: string;
   finishReason: "stop" | "length" | "tool_calls";
-  tokens: number;
   toolCalls: NativeCall[];
+  /** What the model produced, in tokens: the training truth, whatever is parsed out of it. */
+  ids: number[];
+  logprobs: number[];
 }
 
 const TOOL_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
@@ -116,25 +139,27 @@ function asNativeCalls(choice: Choice, random: Random): Choice {
   };
 }
 
+/** What the simulator thinks aloud before acting, with `think`: Qwen3's format. */
+const REASONING = "<think>\nThe conversation so far tells me what to do next.\n</think>\n\n";
+
 /** Plays one choice, then applies `stop` and the token budget like a real server would. */
-function complete(request: CompletionRequest, random: Random): Choice {
+function complete(request: CompletionRequest, random: Random, directives: Directives): Choice {
   const messages = request.messages.map((m) => ({ role: m.role, content: m.content ?? "" }));
   let text = playTurn({ messages, random, temperature: request.temperature });
+  if (directives.think !== null) text = `${REASONING}${text}`;
   for (const stop of [request.stop ?? []].flat()) {
     const at = text.indexOf(stop);
     if (at !== -1) text = text.slice(0, at);
   }
   const budget = request.max_completion_tokens ?? request.max_tokens ?? Number.POSITIVE_INFINITY;
-  const tokens = encode(text);
-  if (tokens.length > budget) {
-    return {
-      text: decode(tokens.slice(0, budget)),
-      finishReason: "length",
-      tokens: budget,
-      toolCalls: [],
-    };
-  }
-  return { text, finishReason: "stop", tokens: tokens.length, toolCalls: [] };
+  const tokens = completionTokens(text, budget, request.temperature, random);
+  return {
+    text: tokens.cut ? detokenize(tokens.ids) : text,
+    finishReason: tokens.cut ? "length" : "stop",
+    toolCalls: [],
+    ids: tokens.ids,
+    logprobs: tokens.logprobs,
+  };
 }
 
 /** Identifies a transcript by its roles and contents, as edgeroll sends them back. */
@@ -153,10 +178,6 @@ function summarize(samples: readonly number[]): SimulatorStats["turnOverheadMs"]
   const sorted = [...samples].sort((a, b) => a - b);
   const mean = sorted.length > 0 ? sorted.reduce((a, b) => a + b, 0) / sorted.length : null;
   return { count: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
-}
-
-function promptTokens(request: CompletionRequest): number {
-  return request.messages.reduce((sum, m) => sum + countTokens(m.content ?? "") + 4, 2);
 }
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
@@ -208,12 +229,31 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       if (parent !== undefined && overheads.length < 1_000_000) overheads.push(Date.now() - parent);
     }
     const fault = chooseFault(directives, attempt, turn, random);
-    const prompt = promptTokens(parsed);
-    if (directives.contextLimit !== undefined && prompt > directives.contextLimit) {
+    const template: TemplateKind =
+      directives.think === "drop" ? "drop-reasoning" : (options.template ?? "chatml");
+    const prompt = promptIds(
+      parsed.messages.map((m) => ({
+        role: m.role,
+        content: m.content ?? "",
+        ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}),
+      })),
+      template,
+    );
+    if (directives.contextLimit !== undefined && prompt.length > directives.contextLimit) {
       record(parsed.model, "context_exceeded");
       return json(res, 400, {
         error: {
-          message: `This model's maximum context length is ${directives.contextLimit} tokens. However, you requested ${prompt} tokens.`,
+          message: `This model's maximum context length is ${directives.contextLimit} tokens. However, you requested ${prompt.length} tokens.`,
+          type: "BadRequestError",
+        },
+      });
+    }
+    if (directives.sglang && parsed.stream && parsed.return_token_ids) {
+      record(parsed.model, "token_fields_refused");
+      return json(res, 400, {
+        error: {
+          message:
+            "return_token_ids is not supported with streaming on /v1/chat/completions; use non-streaming requests",
           type: "BadRequestError",
         },
       });
@@ -230,7 +270,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         JSON.stringify({ error: { message: "simulated server error", type: "server_error" } }),
       );
     }
-    await sleep(latency.ttftMs + latency.msPerPromptToken * prompt + directives.extraLatencyMs);
+    await sleep(
+      latency.ttftMs + latency.msPerPromptToken * prompt.length + directives.extraLatencyMs,
+    );
     if (res.destroyed) return;
     if (fault === "malformed") {
       res.writeHead(200, {
@@ -244,18 +286,26 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
     const choices = Array.from({ length: parsed.n }, (_, i) => {
       const choiceRandom = i === 0 ? random : seededRandom(hashString(`${parsed.seed}:${i}`));
-      const choice = complete(parsed, choiceRandom);
+      const choice = complete(parsed, choiceRandom, directives);
       return directives.native ? asNativeCalls(choice, choiceRandom) : choice;
     });
+    const completionTokens = choices.reduce((a, c) => a + c.ids.length, 0);
     const usage = {
-      prompt_tokens: prompt,
-      completion_tokens: choices.reduce((a, c) => a + c.tokens, 0),
-      total_tokens: prompt + choices.reduce((a, c) => a + c.tokens, 0),
+      prompt_tokens: prompt.length,
+      completion_tokens: completionTokens,
+      total_tokens: prompt.length + completionTokens,
+    };
+    const fields = {
+      ids: parsed.return_token_ids === true && !directives.noTokenIds && options.tokenIds !== false,
+      logprobs: parsed.logprobs === true,
+      // vLLM puts the prompt's ids on the response, SGLang on each choice.
+      promptOnChoice: directives.sglang,
     };
     const id = `chatcmpl-sim-${hashString(key)}-${attempt}`;
     const created = Math.floor(Date.now() / 1000);
+    const perToken = directives.trickleMs ?? latency.msPerToken;
     if (!parsed.stream) {
-      await sleep((directives.trickleMs ?? latency.msPerToken) * usage.completion_tokens);
+      await sleep(perToken * usage.completion_tokens);
       if (res.destroyed) return;
       markFinished(parsed, choices[0]);
       return json(res, 200, {
@@ -278,9 +328,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
                 }
               : {}),
           },
+          logprobs: fields.logprobs ? logprobsField(c.ids, c.logprobs, tokenText) : null,
           finish_reason: c.finishReason,
+          ...(fields.ids
+            ? { token_ids: c.ids, ...(fields.promptOnChoice ? { prompt_token_ids: prompt } : {}) }
+            : {}),
         })),
         usage,
+        ...(fields.ids && !fields.promptOnChoice ? { prompt_token_ids: prompt } : {}),
       });
     }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
@@ -288,17 +343,43 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       res.write(
         `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: name, ...chunk })}\n\n`,
       );
+    /** A chunk's share of the completion's tokens: its ids and their logprobs, as asked. */
+    const tokenPart = (c: Choice, from: number, to: number) => ({
+      ...(fields.logprobs
+        ? { logprobs: logprobsField(c.ids.slice(from, to), c.logprobs.slice(from, to), tokenText) }
+        : {}),
+      ...(fields.ids ? { token_ids: c.ids.slice(from, to) } : {}),
+    });
     for (const [index, choice] of choices.entries()) {
+      // The prompt's ids come once, in the first chunk, at the top level (vLLM).
       send({
-        choices: [{ index, delta: { role: "assistant", content: "" }, finish_reason: null }],
+        choices: [
+          { index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null },
+        ],
+        ...(fields.ids && index === 0 ? { prompt_token_ids: prompt } : {}),
       });
-      const pieces = choice.text.match(/\S+\s*|\s+/g) ?? [];
-      for (const [i, piece] of pieces.entries()) {
-        if (fault === "cut" && i >= pieces.length / 2) return res.destroy();
-        if (fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
-        await sleep((directives.trickleMs ?? latency.msPerToken) * countTokens(piece));
-        if (res.destroyed) return;
-        send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
+      // Text as it is generated, two tokens a chunk; the end-of-turn token comes in the last.
+      const text = choice.ids.at(-1) === IM_END ? choice.ids.slice(0, -1) : choice.ids;
+      const native = choice.toolCalls.length > 0;
+      const pieces: [number, number][] = [];
+      for (let at = 0; at < text.length; at += 2) pieces.push([at, Math.min(at + 2, text.length)]);
+      if (native) {
+        // A tool-call parser holds the text back; the tokens still come, all at the end.
+        for (const piece of choice.text.match(/\S+\s*|\s+/g) ?? [])
+          send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
+      } else {
+        for (const [i, [from, to]] of pieces.entries()) {
+          if (fault === "cut" && i >= pieces.length / 2) return res.destroy();
+          if (fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
+          await sleep(perToken * (to - from));
+          if (res.destroyed) return;
+          const content = detokenize(choice.ids.slice(from, to));
+          send({
+            choices: [
+              { index, delta: { content }, finish_reason: null, ...tokenPart(choice, from, to) },
+            ],
+          });
+        }
       }
       for (const [i, call] of choice.toolCalls.entries()) {
         // The id and name first, the arguments in two pieces: clients must stitch them together.
@@ -333,7 +414,17 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
           });
         }
       }
-      send({ choices: [{ index, delta: {}, finish_reason: choice.finishReason }] });
+      const rest = native ? 0 : text.length;
+      send({
+        choices: [
+          {
+            index,
+            delta: { content: "" },
+            finish_reason: choice.finishReason,
+            ...tokenPart(choice, rest, choice.ids.length),
+          },
+        ],
+      });
     }
     if (parsed.stream_options?.include_usage) send({ choices: [], usage });
     markFinished(parsed, choices[0]);

@@ -1,6 +1,7 @@
 // The inference simulator, as an OpenAI-compatible HTTP server (Node).
 import { countTokens } from "gpt-tokenizer";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IM_END, renderPrompt, tokenize } from "../../src/sim/chat-template";
 import { type Simulator, startSimulator } from "../../src/sim/server";
 
 let sim: Simulator;
@@ -46,8 +47,9 @@ describe("the inference simulator", () => {
     const body = JSON.parse(text);
     const content = body.choices[0].message.content;
     expect(content).toBe("Narrowing it down: <guess>50</guess>");
-    expect(body.usage.completion_tokens).toBe(countTokens(content));
-    expect(body.usage.prompt_tokens).toBe(countTokens(guessPrompt[0]?.content ?? "") + 4 + 2);
+    // The end-of-turn token counts, as hosts count it; the prompt is the ChatML rendering's.
+    expect(body.usage.completion_tokens).toBe(countTokens(content) + 1);
+    expect(body.usage.prompt_tokens).toBe(tokenize(renderPrompt(guessPrompt, "chatml")).length);
     expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + body.usage.completion_tokens);
   });
 
@@ -77,7 +79,7 @@ describe("the inference simulator", () => {
       finish: "stop",
       done: true,
     });
-    expect(stream.usage.completion_tokens).toBe(countTokens(stream.content));
+    expect(stream.usage.completion_tokens).toBe(countTokens(stream.content) + 1);
   });
 
   it("lists its model", async () => {
@@ -194,5 +196,95 @@ describe("the inference simulator", () => {
   it("answers a bad request with 400", async () => {
     const response = await fetch(`${sim.url}/chat/completions`, { method: "POST", body: "{}" });
     expect(response.status).toBe(400);
+  });
+});
+
+describe("the simulator's token fields, in vLLM's wire format", () => {
+  const asked = { return_token_ids: true, logprobs: true, top_logprobs: 0 };
+
+  it("answers the prompt's ids, the completion's ids ending in <|im_end|>, and a logprob each", async () => {
+    const body = JSON.parse((await complete({ temperature: 1, seed: 7, ...asked })).text);
+    const [choice] = body.choices;
+    expect(body.prompt_token_ids).toEqual(tokenize(renderPrompt(guessPrompt, "chatml")));
+    expect(choice.token_ids.at(-1)).toBe(IM_END);
+    expect(choice.token_ids.slice(0, -1)).toEqual(tokenize(choice.message.content));
+    expect(choice.logprobs.content).toHaveLength(choice.token_ids.length);
+    expect(choice.logprobs.content[0]).toMatchObject({ top_logprobs: [] });
+    const logprobs = choice.logprobs.content.map((e: { logprob: number }) => e.logprob);
+    expect(logprobs.every((lp: number) => lp <= 0 && lp > -3)).toBe(true);
+    expect(logprobs.some((lp: number) => lp < 0)).toBe(true);
+    expect(body.usage.completion_tokens).toBe(choice.token_ids.length);
+  });
+
+  it("is certain at temperature 0: every logprob is 0", async () => {
+    const body = JSON.parse((await complete({ temperature: 0, ...asked })).text);
+    expect(
+      body.choices[0].logprobs.content.every((e: { logprob: number }) => e.logprob === 0),
+    ).toBe(true);
+  });
+
+  it("streams the same ids and logprobs: the prompt's in the first chunk, the rest per chunk", async () => {
+    const whole = JSON.parse((await complete({ temperature: 1, seed: 9, ...asked })).text);
+    const { text } = await complete({ temperature: 1, seed: 9, stream: true, ...asked });
+    const chunks = text
+      .split("\n\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => JSON.parse(l.slice(6)));
+    expect(chunks[0].prompt_token_ids).toEqual(whole.prompt_token_ids);
+    expect(chunks.slice(1).some((c) => "prompt_token_ids" in c)).toBe(false);
+    const ids = chunks.flatMap((c) => c.choices[0]?.token_ids ?? []);
+    const logprobs = chunks.flatMap((c) =>
+      (c.choices[0]?.logprobs?.content ?? []).map((e: { logprob: number }) => e.logprob),
+    );
+    expect(ids).toEqual(whole.choices[0].token_ids);
+    expect(logprobs).toEqual(
+      whole.choices[0].logprobs.content.map((e: { logprob: number }) => e.logprob),
+    );
+    expect(chunks.at(-1).choices[0]).toMatchObject({ finish_reason: "stop", token_ids: [IM_END] });
+  });
+
+  it("plays an old host with `notokens`: logprobs, but no token ids", async () => {
+    const body = JSON.parse(
+      (await complete({ model: "sim+notokens", temperature: 0, ...asked })).text,
+    );
+    expect(body.prompt_token_ids).toBeUndefined();
+    expect(body.choices[0].token_ids).toBeUndefined();
+    expect(body.choices[0].logprobs.content.length).toBeGreaterThan(0);
+  });
+
+  it("plays SGLang with `sglang`: ids on the choice, and no token ids while streaming", async () => {
+    const body = JSON.parse(
+      (await complete({ model: "sim+sglang", temperature: 0, ...asked })).text,
+    );
+    expect(body.prompt_token_ids).toBeUndefined();
+    expect(body.choices[0].prompt_token_ids).toEqual(tokenize(renderPrompt(guessPrompt, "chatml")));
+    expect(body.choices[0].token_ids.at(-1)).toBe(IM_END);
+    const streamed = await complete({ model: "sim+sglang", stream: true, ...asked });
+    expect(streamed.status).toBe(400);
+    expect(streamed.text).toMatch(/return_token_ids is not supported with streaming/);
+  });
+
+  it("thinks aloud with `think`, and its template drops that reasoning from earlier turns", async () => {
+    const first = JSON.parse(
+      (await complete({ model: "sim+think", temperature: 0, ...asked })).text,
+    );
+    const action = first.choices[0].message.content;
+    expect(action).toMatch(/^<think>\n[\s\S]*\n<\/think>\n\n/);
+    const history = [
+      ...guessPrompt,
+      { role: "assistant", content: action },
+      { role: "user", content: "higher" },
+    ];
+    const next = JSON.parse(
+      (await complete({ model: "sim+think", temperature: 0, messages: history, ...asked })).text,
+    );
+    const left = [...first.prompt_token_ids, ...first.choices[0].token_ids];
+    expect(next.prompt_token_ids.slice(0, left.length)).not.toEqual(left);
+    // With `think:keep` the history keeps it, and the prompt extends what the model produced.
+    const kept = JSON.parse(
+      (await complete({ model: "sim+think:keep", temperature: 0, messages: history, ...asked }))
+        .text,
+    );
+    expect(kept.prompt_token_ids.slice(0, left.length)).toEqual(left);
   });
 });
