@@ -48,7 +48,10 @@ export const batchRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>
         c.get("principal"),
       );
       if (claim.groupIds.length === 0) return c.json(batchView(null, []));
-      const groups = await readBatchGroups(c.env.DB, claim.groupIds, request.include);
+      const groups = await readBatchGroups(c.env.DB, claim.groupIds, request.include, {
+        bucket: c.env.TOKENS,
+        encoding: request.token_encoding,
+      });
       return c.json(batchView(claim, groups));
     },
   )

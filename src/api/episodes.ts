@@ -2,9 +2,11 @@
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { z } from "zod";
-import { findEpisode, listEpisodes } from "../db/queries";
+import { findEpisode, groupTokenObjects, listEpisodes } from "../db/queries";
+import { TOKEN_ENCODINGS } from "../tokens/sample-encoding";
 import { episodeForTrainer } from "../trainer/batch-format";
 import { INCLUDE } from "../trainer/lease-request";
+import { readTokenObjects } from "../trainer/token-samples";
 import { episodeView } from "../views/episode-view";
 import { episodePageView } from "../views/responses";
 import { ApiError, invalidRequest } from "./errors";
@@ -21,6 +23,7 @@ const ListQuerySchema = z.strictObject({
     .default("messages,per_turn")
     .transform((s) => s.split(",").filter(Boolean))
     .pipe(z.array(z.enum(INCLUDE))),
+  token_encoding: z.enum(TOKEN_ENCODINGS).default("json"),
 });
 
 /** Cursors are opaque to clients: the last row's (finished_at, id), base64-encoded. */
@@ -50,12 +53,23 @@ export const episodeRoutes = new Hono<{ Bindings: Env }>()
         query.limit,
       );
       const last = page.episodes.at(-1);
+      const turns = query.include.includes("tokens")
+        ? await readTokenObjects(
+            c.env.TOKENS,
+            await groupTokenObjects(c.env.DB, [...new Set(page.episodes.map((e) => e.groupId))]),
+          )
+        : null;
       const episodes = page.episodes.map((e) => ({
         group_id: e.groupId,
         run_id: e.runId,
         env: e.env,
         example_id: e.exampleId,
-        ...episodeForTrainer(e, page.transcripts.get(e.id) ?? [], query.include),
+        ...episodeForTrainer(
+          e,
+          page.transcripts.get(e.id) ?? [],
+          query.include,
+          turns && { turns: turns.get(e.groupId)?.get(e.idx), encoding: query.token_encoding },
+        ),
       }));
       const next =
         last && page.episodes.length === query.limit

@@ -80,6 +80,15 @@ export async function listEpisodes(
   return { episodes: rows, transcripts };
 }
 
+/** Where each group's token object is, for the groups given. */
+export function groupTokenObjects(db: D1Database, groupIds: readonly string[]) {
+  return drizzle(db)
+    .select({ id: groups.id, tokenObject: groups.tokenObject })
+    .from(groups)
+    .where(sql`${groups.id} IN (SELECT value FROM json_each(${JSON.stringify(groupIds)}))`)
+    .all();
+}
+
 /** How far a run has come, by group status, from one indexed query. */
 export async function runProgress(db: D1Database, runId: string) {
   const rows = await drizzle(db)

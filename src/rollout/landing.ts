@@ -7,10 +7,10 @@ import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
 import { errorMessage, rewardSuccess } from "../sdk";
+import type { TokenMode } from "../tokens/token-store";
 import { episodeId } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import { groupRow } from "./registration";
-import type { TokenLanding } from "./token-landing";
 
 /** Bulk rows travel as one JSON parameter per statement, well inside D1's 2 MB value limit. */
 const CHUNK_CHARS = 500_000;
@@ -91,6 +91,27 @@ function pack(rows: readonly string[]): string[] {
   }
   if (current.length > 0) chunks.push(`[${current.join(",")}]`);
   return chunks;
+}
+
+/** What D1 keeps of a group's tokens (token-landing.ts reads it from the group's token store). */
+export interface TurnTokenSummary {
+  model: string | null;
+  logprobSum: number;
+  newPromptTokens: number;
+  prefixBreak: boolean;
+}
+
+export interface EpisodeTokenSummary {
+  mode: TokenMode;
+  prefixBreaks: number;
+  sampleCount: number;
+  turns: Map<number, TurnTokenSummary>;
+}
+
+export interface TokenLanding {
+  /** The token object for the TOKENS bucket; null when no episode has exact tokens. */
+  object: { key: string; bytes: Uint8Array } | null;
+  episodes: Map<number, EpisodeTokenSummary>;
 }
 
 /**

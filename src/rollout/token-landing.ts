@@ -6,30 +6,10 @@
  */
 import { errorMessage } from "../sdk";
 import { encodeTokenObject, tokenObjectKey } from "../tokens/token-object";
-import type { TokenMode, TokenStore } from "../tokens/token-store";
+import type { TokenStore } from "../tokens/token-store";
 import { logprobSum, prefixBreaks } from "../tokens/turn-tokens";
 import type { GroupSpec } from "./group-spec";
-import type { LandingOutcome } from "./landing";
-
-export interface TurnTokenSummary {
-  model: string | null;
-  logprobSum: number;
-  newPromptTokens: number;
-  prefixBreak: boolean;
-}
-
-export interface EpisodeTokenSummary {
-  mode: TokenMode;
-  prefixBreaks: number;
-  sampleCount: number;
-  turns: Map<number, TurnTokenSummary>;
-}
-
-export interface TokenLanding {
-  /** Null when no episode has exact tokens: nothing goes to the bucket. */
-  object: { key: string; bytes: Uint8Array } | null;
-  episodes: Map<number, EpisodeTokenSummary>;
-}
+import type { EpisodeTokenSummary, LandingOutcome, TokenLanding } from "./landing";
 
 /** What a group lands of its tokens; null for a group that asked for `tokens: "off"`. */
 export function tokenLanding(spec: GroupSpec, store: TokenStore): TokenLanding | null {

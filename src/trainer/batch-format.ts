@@ -9,7 +9,10 @@ import { drizzle } from "drizzle-orm/d1";
 import type { EpisodeRecord, GroupRecord, MessageRecord } from "../db/queries";
 import { episodes, groups, messages } from "../db/schema";
 import { type ChatMessage, errorMessage, transcriptSftRow } from "../sdk";
+import type { TokenEncoding } from "../tokens/sample-encoding";
+import type { TurnTokens } from "../tokens/turn-tokens";
 import type { INCLUDE } from "./lease-request";
+import { episodeTokens, type GroupTurns, readTokenObjects } from "./token-samples";
 
 type Include = (typeof INCLUDE)[number];
 
@@ -76,6 +79,7 @@ export function episodeForTrainer(
   episode: EpisodeRecord,
   transcript: readonly TrainerMessage[],
   include: readonly Include[],
+  tokens: { turns: readonly TurnTokens[] | undefined; encoding: TokenEncoding } | null = null,
 ) {
   const perTurn = include.includes("per_turn");
   return {
@@ -113,6 +117,7 @@ export function episodeForTrainer(
         }
       : {}),
     ...(include.includes("sft") ? sftRow(episode, transcript) : {}),
+    ...(tokens ? episodeTokens(episode, tokens.turns, tokens.encoding) : {}),
   };
 }
 
@@ -121,6 +126,7 @@ export function groupForTrainer(
   groupEpisodes: readonly EpisodeRecord[],
   transcripts: ReadonlyMap<string, TrainerMessage[]>,
   include: readonly Include[],
+  tokens: { turns: GroupTurns; encoding: TokenEncoding } | null = null,
 ) {
   return {
     group_id: group.id,
@@ -135,7 +141,14 @@ export function groupForTrainer(
     score_mean: group.scoreMean,
     score_std: group.scoreStd,
     warnings: group.warnings,
-    episodes: groupEpisodes.map((e) => episodeForTrainer(e, transcripts.get(e.id) ?? [], include)),
+    episodes: groupEpisodes.map((e) =>
+      episodeForTrainer(
+        e,
+        transcripts.get(e.id) ?? [],
+        include,
+        tokens && { turns: tokens.turns.get(group.id)?.get(e.idx), encoding: tokens.encoding },
+      ),
+    ),
   };
 }
 
@@ -147,6 +160,7 @@ export async function readBatchGroups(
   db: D1Database,
   groupIds: readonly string[],
   include: readonly Include[],
+  tokens: { bucket: R2Bucket; encoding: TokenEncoding } | null = null,
 ) {
   const d1 = drizzle(db);
   const out = [];
@@ -179,6 +193,10 @@ export async function readBatchGroups(
       list.push(m);
       transcripts.set(m.episodeId, list);
     }
+    const turns =
+      tokens && include.includes("tokens")
+        ? await readTokenObjects(tokens.bucket, groupRows)
+        : null;
     const byId = new Map(groupRows.map((g) => [g.id, g]));
     for (const id of page) {
       const group = byId.get(id);
@@ -189,6 +207,7 @@ export async function readBatchGroups(
             episodeRows.filter((e) => e.groupId === id),
             transcripts,
             include,
+            turns && tokens && { turns, encoding: tokens.encoding },
           ),
         );
     }

@@ -1,7 +1,8 @@
 /** What a trainer asks for when it leases a batch. */
 import { z } from "zod";
+import { TOKEN_ENCODINGS } from "../tokens/sample-encoding";
 
-export const INCLUDE = ["messages", "per_turn", "sft"] as const;
+export const INCLUDE = ["messages", "per_turn", "sft", "tokens"] as const;
 
 export const LeaseRequestSchema = z
   .strictObject({
@@ -20,7 +21,9 @@ export const LeaseRequestSchema = z
     skip_uniform_groups: z.boolean().default(true),
     /** Parked (poison) groups are served only when asked for explicitly. */
     include_parked: z.boolean().default(false),
-    include: z.array(z.enum(INCLUDE)).max(3).default(["messages", "per_turn"]),
+    include: z.array(z.enum(INCLUDE)).max(INCLUDE.length).default(["messages", "per_turn"]),
+    /** With `include: ["tokens"]`: arrays as JSON lists, or base64 of little-endian bytes. */
+    token_encoding: z.enum(TOKEN_ENCODINGS).default("json"),
   })
   .refine((r) => r.max_groups !== undefined || r.max_episodes !== undefined, {
     message: "give max_groups, max_episodes, or both",
