@@ -55,6 +55,8 @@ const LANDED_COLUMNS = [
   "score_std",
   "episodes_failed",
   "uniform",
+  "token_object",
+  "token_object_bytes",
   "finished_at",
 ];
 const UPSERT_GROUPS = `${insertSql("groups", GROUP_COLUMNS)}

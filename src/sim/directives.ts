@@ -20,6 +20,8 @@
  *   notokens         an old host: no `prompt_token_ids` or `token_ids` (logprobs still)
  *   sglang           SGLang's placement: token ids on the choice, and a 400 for
  *                    `return_token_ids` with streaming
+ *   record           keep the tokens of every answer, by seed, for `GET /sim/answers`
+ *                    (tests compare what edgeroll stored with what the host sent)
  *
  * A counted fault may be limited to one turn with `@T`: `fail:503:1@2` fails only requests
  * whose transcript already holds two assistant messages.
@@ -39,6 +41,7 @@ export interface Directives {
   think: "drop" | "keep" | null;
   noTokenIds: boolean;
   sglang: boolean;
+  record: boolean;
 }
 
 export function parseModel(model: string): { name: string; directives: Directives } {
@@ -53,6 +56,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     think: null,
     noTokenIds: false,
     sglang: false,
+    record: false,
   };
   for (const spec of parts) {
     const [part = "", turn] = spec.split("@");
@@ -67,6 +71,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     else if (kind === "think") directives.think = a === "keep" ? "keep" : "drop";
     else if (kind === "notokens") directives.noTokenIds = true;
     else if (kind === "sglang") directives.sglang = true;
+    else if (kind === "record") directives.record = true;
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
     } else if (kind === "reset" || kind === "malformed" || kind === "cut") {

@@ -188,6 +188,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const finishedAt = new Map<number, number>();
   const overheads: number[] = [];
   const attemptsByRequest = new Map<string, number>();
+  /** With `record`: the tokens last answered, by model and seed. */
+  const answers = new Map<
+    string,
+    { prompt_token_ids: number[]; token_ids: number[]; logprobs: number[] }
+  >();
   const sockets = new Set<Socket>();
 
   const record = (model: string, outcome: string) => {
@@ -304,6 +309,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const id = `chatcmpl-sim-${hashString(key)}-${attempt}`;
     const created = Math.floor(Date.now() / 1000);
     const perToken = directives.trickleMs ?? latency.msPerToken;
+    if (directives.record && choices[0] !== undefined) {
+      const answer = {
+        prompt_token_ids: prompt,
+        token_ids: choices[0].ids,
+        logprobs: choices[0].logprobs,
+      };
+      answers.set(`${parsed.model}|${parsed.seed ?? ""}`, answer);
+    }
     if (!parsed.stream) {
       await sleep(perToken * usage.completion_tokens);
       if (res.destroyed) return;
@@ -491,6 +504,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
           object: "list",
           data: [{ id: "edgeroll-sim", object: "model", owned_by: "edgeroll" }],
         });
+      } else if (req.method === "GET" && path === "/sim/answers") {
+        const query = new URL(req.url ?? "/", "http://sim").searchParams;
+        const answer = answers.get(`${query.get("model")}|${query.get("seed") ?? ""}`);
+        if (answer) json(res, 200, answer);
+        else json(res, 404, { error: { message: "no recorded answer for that model and seed" } });
       } else if (req.method === "GET" && path === "/sim/stats") {
         json(res, 200, { ...stats, turnOverheadMs: summarize(overheads) });
       } else if (req.method === "POST" && path === "/sim/stats/reset") {
