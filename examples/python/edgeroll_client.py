@@ -13,8 +13,11 @@ for a Worker on this machine, the token file of a local stack (`npm run dev`) in
 
 from __future__ import annotations
 
+import array
+import base64
 import json
 import os
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -42,6 +45,38 @@ def discover_token(base_url: str) -> str | None:
         if file.is_file():
             return json.loads(file.read_text())["admin"]
     return None
+
+
+def _array(code: str, value: Any) -> list:
+    """A sample array from the batch format: a JSON list, or base64 of little-endian bytes."""
+    if isinstance(value, list):
+        return value
+    values = array.array(code)
+    values.frombytes(base64.b64decode(value))
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values.tolist()
+
+
+# int32 ids: "i" is 4 bytes wherever CPython runs, "l" where it is not.
+_INT32 = "i" if array.array("i").itemsize == 4 else "l"
+
+
+def decode_sample(sample: dict[str, Any]) -> dict[str, Any]:
+    """One token-exact sample, in either encoding, as plain lists.
+
+    `token_ids` is the sequence the host saw and produced, `mask` is 1 exactly on the tokens the
+    policy sampled, `logprobs` the host's sampling logprob there (0 elsewhere), `advantages` the
+    advantage each sampled token gets (0 elsewhere). With numpy, base64 arrays decode faster as
+    `np.frombuffer(base64.b64decode(s), "<i4")` (`"u1"` for the mask, `"<f4"` for the floats).
+    """
+    return {
+        "turns": sample["turns"],
+        "token_ids": _array(_INT32, sample["token_ids"]),
+        "mask": _array("B", sample["mask"]),
+        "logprobs": _array("f", sample["logprobs"]),
+        "advantages": _array("f", sample["advantages"]),
+    }
 
 
 class EdgerollError(Exception):

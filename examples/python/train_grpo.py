@@ -1,5 +1,7 @@
 """A minimal GRPO-style training loop over edgeroll batches: where the data comes from, and
-where the loss goes. No ML framework here; the comments mark what a real trainer does.
+where the loss goes. It trains on token-exact samples (the host's own token ids, a mask on the
+sampled tokens, the host's logprobs), never on re-tokenized text. No ML framework here; the
+comments mark what a real trainer does.
 
     python3 examples/python/train_grpo.py --url http://127.0.0.1:8787 --steps 3 --max-groups 4
 
@@ -13,29 +15,26 @@ import sys
 import time
 import urllib.error
 
-from edgeroll_client import EdgerollClient, EdgerollError
-
-
-def sampled_turns(episode: dict) -> list[dict]:
-    """The assistant messages the policy sampled: the only tokens that get a gradient."""
-    return [m for m in episode["messages"] if m.get("sampled")]
+from edgeroll_client import EdgerollClient, EdgerollError, decode_sample
 
 
 def grpo_loss(groups: list[dict]) -> tuple[float, int]:
-    """Stands in for the policy-gradient loss; returns (surrogate, sampled turns used)."""
-    total, turns = 0.0, 0
+    """Stands in for the policy-gradient loss; returns (surrogate, sampled tokens used)."""
+    total, tokens = 0.0, 0
     for group in groups:
         for episode in group["episodes"]:
-            if episode["status"] == "failed":
-                continue  # failed episodes carry no advantage
-            for turn in sampled_turns(episode):
-                # Real trainer: tokenize the prompt (messages before this turn) and the turn,
-                # compute the policy's log-probs of the turn's tokens, then
-                #   loss += -(turn["advantage"] * logprobs).sum() / normaliser
-                # (plus a KL or clipping term, as your GRPO variant prescribes).
-                total += -turn["advantage"] * len(turn["content"])
-                turns += 1
-    return total, turns
+            if episode["status"] == "failed" or episode["token_mode"] != "exact":
+                continue  # failed episodes carry no advantage; inexact ones are not trained on
+            for sample in map(decode_sample, episode["samples"]):
+                # Real trainer: new_logprobs = policy(sample["token_ids"]) (one forward pass);
+                #   ratio = exp(new_logprobs - sample["logprobs"])      (importance sampling)
+                #   loss += -(clip(ratio) * sample["advantages"] * sample["mask"]).sum() / n
+                # With ratio 1 (no model here) the surrogate is the masked advantage sum.
+                for m, advantage in zip(sample["mask"], sample["advantages"]):
+                    if m:
+                        total -= advantage
+                        tokens += 1
+    return total, tokens
 
 
 def main() -> int:
@@ -53,14 +52,15 @@ def main() -> int:
     policy_version = 0
     for step in range(args.steps):
         request = dict(max_groups=args.max_groups, current_policy_version=policy_version,
-                       max_policy_lag=args.max_policy_lag, include=["messages", "per_turn"])
+                       max_policy_lag=args.max_policy_lag, include=["tokens"],
+                       token_encoding="base64")
         if args.run:
             request["run_id"] = args.run
         deadline = time.monotonic() + args.wait
         while True:
             with client.leased(**request) as batch:
                 if batch.groups:
-                    loss, turns = grpo_loss(batch.groups)
+                    loss, tokens = grpo_loss(batch.groups)
                     # optimizer.zero_grad(); loss.backward(); optimizer.step()
                     for group in batch.groups:
                         rewards = [e["reward"] for e in group["episodes"]]
@@ -68,8 +68,8 @@ def main() -> int:
                                       for e in group["episodes"]]
                         print(f"step {step}: trained on group {group['group_id']} ({group['env']}) "
                               f"rewards={rewards} advantages={advantages}")
-                    print(f"step {step}: batch {batch.batch_id} acked, {turns} sampled turns, "
-                          f"surrogate loss {loss:.1f}")
+                    print(f"step {step}: batch {batch.batch_id} acked, {tokens} sampled tokens, "
+                          f"surrogate loss {loss:.2f}")
                     break
             if time.monotonic() > deadline:
                 print(f"step {step}: no data within {args.wait}s")

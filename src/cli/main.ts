@@ -6,12 +6,13 @@ import { demo } from "./demo";
 import { dev } from "./dev";
 import { envCheck } from "./env-check";
 import { envNew } from "./env-new";
+import { exportRun } from "./export-run";
 import { CliError } from "./project";
 import { run } from "./run";
 import { sim } from "./sim";
 import { sql } from "./sql";
 import { printToken } from "./token-command";
-import { ack, exportRun, pull, release } from "./trainer-commands";
+import { ack, pull, release } from "./trainer-commands";
 
 const program = new Command("edgeroll")
   .description("Multi-turn RL rollouts for LLMs on Cloudflare Workers")
@@ -118,7 +119,8 @@ withApi(program.command("pull"))
   .option("--run <id>", "only this run")
   .option("--env <name>", "only this environment")
   .option("--lease-seconds <s>", "lease length (default 300)")
-  .option("--include <list>", "messages, per_turn, sft", "messages,per_turn")
+  .option("--include <list>", "messages, per_turn, sft, tokens", "messages,per_turn")
+  .option("--token-encoding <json|base64>", "with tokens: number lists, or base64 arrays", "json")
   .option("--include-uniform", "also groups whose episodes all scored the same (no GRPO signal)")
   .option("--ack", "ack the batch once it is written")
   .option("--out <file.jsonl>", "append the groups here instead of printing them")
@@ -134,11 +136,21 @@ withApi(program.command("release"))
   .action(release);
 
 withApi(program.command("export"))
-  .description("write a run's scored episodes (rl) or SFT rows from its successful episodes (sft)")
+  .description(
+    "write a run's scored episodes (rl), SFT rows from its successful episodes (sft), or token-exact samples (tokens)",
+  )
   .requiredOption("--run <id>", "the run to export")
   .option("--env <name>", "only this environment")
-  .option("--kind <rl|sft>", "scored episodes, or rejection-sampled SFT rows", "rl")
-  .option("--format <jsonl>", "output format", "jsonl")
+  .option(
+    "--kind <rl|sft|tokens>",
+    "scored episodes, rejection-sampled SFT rows, or token samples",
+    "rl",
+  )
+  .option(
+    "--format <format>",
+    "jsonl (rl, sft); for tokens: samples (edgeroll's), trl (rollout_func rows) or atropos (ScoredDataGroups)",
+    "jsonl",
+  )
   .option("--out <file>", "write here instead of stdout")
   .action(exportRun);
 

@@ -1,5 +1,6 @@
-/** `edgeroll pull | ack | release | export`: what a trainer's shell loop does, over the HTTP API. */
-import { appendFileSync, writeFileSync } from "node:fs";
+/** `edgeroll pull | ack | release`: what a trainer's shell loop does, over the HTTP API. */
+import { appendFileSync } from "node:fs";
+import type { LeaseInput } from "../client/edgeroll-client";
 import { type ApiFlags, apiClient } from "./api-client";
 import { CliError } from "./project";
 
@@ -18,6 +19,7 @@ export interface PullFlags extends ApiFlags {
   env?: string;
   leaseSeconds?: string;
   include: string;
+  tokenEncoding: string;
   includeUniform?: boolean;
   ack?: boolean;
   out?: string;
@@ -38,7 +40,8 @@ export async function pull(flags: PullFlags): Promise<void> {
     ...(flags.env ? { env: flags.env } : {}),
     ...(leaseSeconds === undefined ? {} : { lease_seconds: leaseSeconds }),
     ...(flags.includeUniform ? { skip_uniform_groups: false } : {}),
-    include: flags.include.split(",").filter(Boolean) as ("messages" | "per_turn" | "sft")[],
+    include: flags.include.split(",").filter(Boolean) as LeaseInput["include"],
+    token_encoding: flags.tokenEncoding as LeaseInput["token_encoding"],
   });
   if (batch.batch_id === null) {
     console.error(
@@ -84,62 +87,5 @@ export async function release(batchId: string, flags: ApiFlags): Promise<void> {
     result.already_released
       ? `${batchId} was already released`
       : `released ${result.released_groups} groups`,
-  );
-}
-
-export interface ExportFlags extends ApiFlags {
-  run: string;
-  env?: string;
-  kind: string;
-  format: string;
-  out?: string;
-}
-
-/**
- * Writes a run's scored episodes (`--kind rl`), or SFT rows from its successful episodes
- * (`--kind sft`: rejection sampling), as JSON lines.
- */
-export async function exportRun(flags: ExportFlags): Promise<void> {
-  if (flags.format !== "jsonl")
-    throw new CliError(`--format ${flags.format} is not supported; use jsonl`);
-  if (flags.kind !== "rl" && flags.kind !== "sft")
-    throw new CliError(`--kind must be rl or sft, got "${flags.kind}"`);
-  const api = apiClient(flags);
-  const write = (text: string) =>
-    flags.out ? appendFileSync(flags.out, text) : process.stdout.write(text);
-  if (flags.out) writeFileSync(flags.out, "");
-  let cursor: string | undefined;
-  let rows = 0;
-  do {
-    const page = await api.listEpisodes({
-      run_id: flags.run,
-      ...(flags.env ? { env: flags.env } : {}),
-      ...(flags.kind === "sft"
-        ? { success: true, include: ["sft"] }
-        : { include: ["messages", "per_turn"] }),
-      limit: 200,
-      ...(cursor ? { cursor } : {}),
-    });
-    const lines = page.episodes.flatMap((e) => {
-      if (flags.kind === "rl") return [JSON.stringify(e)];
-      const sft = (e as { sft?: Record<string, unknown> | null }).sft;
-      return sft
-        ? [
-            JSON.stringify({
-              episode_id: e.episode_id,
-              example_id: e.example_id,
-              env: e.env,
-              reward: e.reward,
-              ...sft,
-            }),
-          ]
-        : [];
-    });
-    if (lines.length > 0) write(`${lines.join("\n")}\n`);
-    rows += lines.length;
-    cursor = page.next_cursor ?? undefined;
-  } while (cursor !== undefined);
-  console.error(
-    `exported ${rows} ${flags.kind === "rl" ? "episodes" : "SFT rows"} of run ${flags.run}${flags.out ? ` to ${flags.out}` : ""}`,
   );
 }

@@ -162,6 +162,53 @@ describe("against wrangler dev", () => {
     }
   }, 90_000);
 
+  it("`edgeroll export --kind tokens` writes samples, TRL rows and Atropos groups", async () => {
+    const groups = await landRun("export-tokens", 2);
+    const read = (format: string) => {
+      const out = join(state, `tokens-${format}.jsonl`);
+      const result = edgeroll(
+        "export",
+        "--url",
+        stack.apiUrl,
+        "--run",
+        "export-tokens",
+        "--kind",
+        "tokens",
+        "--format",
+        format,
+        "--out",
+        out,
+      );
+      expect(result.status, result.stderr).toBe(0);
+      return readFileSync(out, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
+    };
+    const episodes = groups.flatMap((g) => g.episodes);
+    const samples = read("samples");
+    // ChatML keeps every turn's prefix: one sample per episode, its sampled tokens masked in.
+    expect(samples).toHaveLength(episodes.length);
+    for (const s of samples) {
+      expect(s.token_ids.length).toBe(s.mask.length);
+      expect(s.mask.filter((m: number) => m === 1).length).toBeGreaterThan(0);
+    }
+    const trl = read("trl");
+    expect(trl).toHaveLength(samples.length);
+    for (const [i, row] of trl.entries()) {
+      expect([...row.prompt_ids, ...row.completion_ids]).toEqual(samples[i].token_ids);
+      expect(row.env_mask.length).toBe(row.completion_ids.length);
+      expect(row.logprobs.length).toBe(row.completion_ids.length);
+    }
+    const atropos = read("atropos");
+    expect(atropos).toHaveLength(2);
+    for (const group of atropos) {
+      expect(group.tokens.length).toBe(group.scores.length);
+      expect(group.masks[0].length).toBe(group.tokens[0].length);
+      expect(group.masks[0].filter((m: number) => m === -100).length).toBeGreaterThan(0);
+    }
+  }, 90_000);
+
   it("the stdlib Python trainer leases, trains on and acks batches", async () => {
     await landRun("python", 4);
     const result = spawnSync(
@@ -185,7 +232,11 @@ describe("against wrangler dev", () => {
     expect(result.status).toBe(0);
     const trained = result.stdout.match(/trained on group (g_\w+)/g) ?? [];
     expect(trained.length).toBeGreaterThan(0);
-    expect(result.stdout).toMatch(/step 0: batch b_\w+ acked/);
+    // It trains on the host's token ids (base64 samples), not on text.
+    const tokens = Number(
+      /step 0: batch b_\w+ acked, (\d+) sampled tokens/.exec(result.stdout)?.[1],
+    );
+    expect(tokens).toBeGreaterThan(0);
     console.log(result.stdout);
   }, 90_000);
 });

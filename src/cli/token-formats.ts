@@ -1,0 +1,88 @@
+/**
+ * Token samples in the shapes other trainers read, from the batch format's JSON samples:
+ *
+ * - `samples`: edgeroll's own, one line per sample, with the episode it came from.
+ * - `trl`: what a TRL GRPOTrainer `rollout_func` returns per completion: `prompt_ids` (the
+ *   tokens before the first sampled one), `completion_ids` (the rest), `logprobs` (one per
+ *   completion token, 0.0 where the environment's tokens sit) and `env_mask` (1 on tokens the
+ *   model sampled, 0 on the environment's), plus the episode's reward and advantage.
+ * - `atropos`: one Atropos `ScoredDataGroup` per rollout group: `tokens`, `masks` (the token id
+ *   where it is trained, -100 elsewhere), `scores` (the episode's reward, once per sequence),
+ *   `inference_logprobs` (1.0 where masked, Atropos's placeholder) and per-token `advantages`.
+ */
+
+export interface JsonSample {
+  turns: [number, number];
+  token_ids: number[];
+  mask: number[];
+  logprobs: number[];
+  advantages: number[];
+}
+
+export interface SampledEpisode {
+  episode_id: string;
+  group_id: string;
+  run_id: string;
+  env: string;
+  example_id: string;
+  policy_version: number;
+  reward: number | null;
+  advantage: number | null;
+  samples: JsonSample[];
+}
+
+export const TOKEN_FORMATS = ["samples", "trl", "atropos"] as const;
+export type TokenFormat = (typeof TOKEN_FORMATS)[number];
+
+function identity(e: SampledEpisode) {
+  return {
+    episode_id: e.episode_id,
+    group_id: e.group_id,
+    run_id: e.run_id,
+    env: e.env,
+    example_id: e.example_id,
+    policy_version: e.policy_version,
+    reward: e.reward,
+    advantage: e.advantage,
+  };
+}
+
+export function samplesRows(e: SampledEpisode): object[] {
+  return e.samples.map((s) => ({ ...identity(e), ...s }));
+}
+
+export function trlRows(e: SampledEpisode): object[] {
+  return e.samples.map((s) => {
+    const first = Math.max(0, s.mask.indexOf(1));
+    return {
+      prompt_ids: s.token_ids.slice(0, first),
+      completion_ids: s.token_ids.slice(first),
+      logprobs: s.logprobs.slice(first),
+      env_mask: s.mask.slice(first),
+      ...identity(e),
+      turns: s.turns,
+    };
+  });
+}
+
+/** One ScoredDataGroup of a rollout group's scored episodes (failed ones have no score). */
+export function atroposGroup(episodes: readonly SampledEpisode[]): object | null {
+  const scored = episodes.filter((e) => e.reward !== null && e.samples.length > 0);
+  if (scored.length === 0) return null;
+  const sequences = scored.flatMap((e) => e.samples.map((s) => ({ e, s })));
+  return {
+    tokens: sequences.map(({ s }) => s.token_ids),
+    masks: sequences.map(({ s }) => s.token_ids.map((id, i) => (s.mask[i] === 1 ? id : -100))),
+    scores: sequences.map(({ e }) => e.reward),
+    inference_logprobs: sequences.map(({ s }) =>
+      s.logprobs.map((lp, i) => (s.mask[i] === 1 ? lp : 1.0)),
+    ),
+    advantages: sequences.map(({ s }) => s.advantages),
+    ref_logprobs: null,
+    messages: null,
+    generation_params: null,
+    overrides: sequences.map(({ e, s }) => ({ episode_id: e.episode_id, turns: s.turns })),
+    group_overrides: { group_id: scored[0]?.group_id, group_size: sequences.length },
+    images: null,
+  };
+}

@@ -1,0 +1,57 @@
+// Token samples in TRL's and Atropos's shapes, as their source reads them.
+import { describe, expect, it } from "vitest";
+import { atroposGroup, type SampledEpisode, trlRows } from "../../src/cli/token-formats";
+
+const episode = (id: string, reward: number | null): SampledEpisode => ({
+  episode_id: id,
+  group_id: "g_1",
+  run_id: "r",
+  env: "guess-number",
+  example_id: "x",
+  policy_version: 2,
+  reward,
+  advantage: reward === null ? null : reward - 0.5,
+  samples: [
+    {
+      turns: [0, 1],
+      token_ids: [1, 2, 10, 11, 20, 30],
+      mask: [0, 0, 1, 1, 0, 1],
+      logprobs: [0, 0, -0.5, -0.25, 0, -1],
+      advantages: [0, 0, 0.5, 0.5, 0, 0.5],
+    },
+  ],
+});
+
+describe("TRL rollout_func rows", () => {
+  it("split at the first sampled token: prompt_ids, then completion_ids with env_mask", () => {
+    expect(trlRows(episode("e0", 1))[0]).toMatchObject({
+      prompt_ids: [1, 2],
+      completion_ids: [10, 11, 20, 30],
+      logprobs: [-0.5, -0.25, 0, -1],
+      env_mask: [1, 1, 0, 1],
+      reward: 1,
+      episode_id: "e0",
+    });
+  });
+});
+
+describe("Atropos ScoredDataGroups", () => {
+  it("hold one sequence per sample: masks carry the id where trained and -100 elsewhere", () => {
+    const group = atroposGroup([episode("e0", 1), episode("e1", 0), episode("e2", null)]) as Record<
+      string,
+      unknown[]
+    >;
+    expect(group.tokens).toEqual([
+      [1, 2, 10, 11, 20, 30],
+      [1, 2, 10, 11, 20, 30],
+    ]);
+    expect(group.masks?.[0]).toEqual([-100, -100, 10, 11, -100, 30]);
+    expect(group.scores).toEqual([1, 0]); // the failed episode has no score and is left out
+    expect(group.inference_logprobs?.[0]).toEqual([1, 1, -0.5, -0.25, 1, -1]);
+    expect(group.advantages?.[0]).toEqual([0, 0, 0.5, 0.5, 0, 0.5]);
+  });
+
+  it("are skipped for a group with nothing scored", () => {
+    expect(atroposGroup([episode("e0", null)])).toBeNull();
+  });
+});
