@@ -93,6 +93,26 @@ export function demoJobs(runId: string, guessGroups: number): { label: string; j
       },
     },
     {
+      label: "guess-number, Qwen3 template",
+      job: {
+        env: "guess-number",
+        examples: Array.from({ length: 2 }, (_, i) => ({
+          id: `demo-gn-think-${i}`,
+          input: "I'm thinking of a whole number between 1 and 100. Find it.",
+          metadata: { secret: 1 + Math.floor(random() * 100) },
+        })),
+        groupSize: 8,
+        runId,
+        concurrency: 2,
+        // The model thinks aloud, and its chat template drops that reasoning from earlier turns
+        // (as Qwen3's does): the token-drift view and the episode pages show the prefix breaks.
+        request: {
+          policy_version: 3,
+          sampling: { model: "sim+think", temperature: 1, max_completion_tokens: 96 },
+        },
+      },
+    },
+    {
       label: "exact-answer, flaky host",
       job: {
         env: "exact-answer",

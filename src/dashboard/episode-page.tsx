@@ -56,6 +56,14 @@ function MessageCard(props: { episode: Episode; message: Message }) {
           <span>{`${m.latency_ms ?? "?"} ms · ${m.attempts ?? 1} attempt${m.attempts === 1 ? "" : "s"}`}</span>
         ) : null}
         {m.sampled && m.finish_reason ? <span>finish {m.finish_reason}</span> : null}
+        {m.sampled && m.logprob_sum !== null && m.logprob_sum !== undefined ? (
+          <span>{`logprob Σ ${m.logprob_sum.toFixed(2)} · +${m.new_prompt_tokens ?? "?"} prompt tokens`}</span>
+        ) : null}
+        {m.sampled && m.prefix_break ? (
+          <span class="warn" data-testid="prefix-break">
+            prefix break: the prompt did not extend the last turn's tokens
+          </span>
+        ) : null}
         {m.truncated ? <Pill value="truncated" /> : null}
       </div>
       <pre>{m.content}</pre>
@@ -102,6 +110,14 @@ export function EpisodePage(props: { episode: Episode }) {
         <div class="card">
           <b>{`${(e.latency_ms / 1000).toFixed(1)} s`}</b>
           <span>latency</span>
+        </div>
+        <div class="card" data-testid="token-mode">
+          <b>
+            {e.token_mode === "exact"
+              ? `${e.sample_count} sample${e.sample_count === 1 ? "" : "s"}`
+              : "no tokens"}
+          </b>
+          <span>{`token mode ${e.token_mode} · ${e.prefix_breaks} prefix break${e.prefix_breaks === 1 ? "" : "s"}`}</span>
         </div>
         <div class="card">
           <b>

@@ -38,6 +38,9 @@ a { color: #1d4ed8; }
 .tool { background: #f3f4f6; border-radius: 4px; padding: 6px 8px; margin-top: 6px; }
 .credit b { color: var(--ink); }
 .empty { color: var(--muted); }
+.note { color: var(--muted); font-size: 0.85em; max-width: 60em; }
+.warn { color: #b45309; }
+tr.warn td { background: #fff7ed; }
 `;
 
 export function Layout(props: { title: string; children: Child }) {

@@ -12,7 +12,7 @@ function byKey<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]>
 }
 
 export function OverviewPage(props: { data: Overview; run: string | null }) {
-  const { runs, scores, success, byVersion, failures, groups, totals } = props.data;
+  const { runs, scores, success, byVersion, failures, groups, totals, drift } = props.data;
   const envs = [...byKey(scores, (s) => s.env)];
   const series: Series[] = [...byKey(byVersion, (r) => `${r.run_id} · ${r.env}`)].map(
     ([name, rows]) => ({
@@ -139,6 +139,44 @@ export function OverviewPage(props: { data: Overview; run: string | null }) {
           </tbody>
         </table>
       )}
+
+      <h2>Token drift</h2>
+      {drift.length === 0 ? (
+        <p class="empty">No token-exact turns yet.</p>
+      ) : (
+        <table data-testid="prefix-breaks">
+          <thead>
+            <tr>
+              <th>run</th>
+              <th>env</th>
+              <th>model</th>
+              <th class="num">policy</th>
+              <th class="num">turns</th>
+              <th class="num">prefix breaks</th>
+              <th class="num">rate</th>
+            </tr>
+          </thead>
+          <tbody>
+            {drift.map((d) => (
+              <tr class={d.breaks > 0 ? "warn" : ""}>
+                <td>{d.run_id}</td>
+                <td>{d.env}</td>
+                <td>{d.model ?? "-"}</td>
+                <td class="num">v{d.policy_version}</td>
+                <td class="num">{d.turns}</td>
+                <td class="num">{d.breaks}</td>
+                <td class="num">{`${(d.break_rate * 100).toFixed(1)}%`}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p class="note">
+        A prefix break is a turn whose prompt, as the host tokenized it, did not start with the
+        tokens of the turn before: the chat template re-rendered history (dropped reasoning, moved a
+        newline). Such an episode becomes several trainer samples; its tokens are never
+        re-tokenized.
+      </p>
 
       <h2>Recent groups</h2>
       <table data-testid="groups">

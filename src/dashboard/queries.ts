@@ -36,9 +36,21 @@ export interface RecentGroup {
   created_at: string;
 }
 
+/** Token drift: turns whose prompt did not extend what the previous turn left. */
+export interface PrefixBreakRow {
+  run_id: string;
+  env: string;
+  model: string | null;
+  policy_version: number;
+  episodes: number;
+  turns: number;
+  breaks: number;
+  break_rate: number;
+}
+
 /** `run` narrows everything to one run; null means all runs. */
 export async function overview(db: D1Database, run: string | null) {
-  const [runs, scores, success, byVersion, failures, groups, totals] = await Promise.all([
+  const [runs, scores, success, byVersion, failures, groups, totals, drift] = await Promise.all([
     all<RunRow>(
       db,
       "SELECT * FROM run_summary WHERE ?1 IS NULL OR run_id = ?1 ORDER BY last_episode DESC LIMIT 100",
@@ -81,6 +93,12 @@ export async function overview(db: D1Database, run: string | null) {
        FROM groups WHERE ?1 IS NULL OR run_id = ?1`,
       run,
     ),
+    all<PrefixBreakRow>(
+      db,
+      `SELECT * FROM prefix_breaks WHERE ?1 IS NULL OR run_id = ?1
+       ORDER BY breaks DESC, run_id, env LIMIT 50`,
+      run,
+    ),
   ]);
   return {
     runs,
@@ -89,6 +107,7 @@ export async function overview(db: D1Database, run: string | null) {
     byVersion,
     failures,
     groups,
+    drift,
     totals: totals[0] ?? { groups: 0, landed: 0, running: 0 },
   };
 }

@@ -27,6 +27,9 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     total_tokens: episode.totalTokens,
     latency_ms: episode.latencyMs,
     redispatches: episode.redispatches,
+    token_mode: episode.tokenMode,
+    prefix_breaks: episode.prefixBreaks,
+    sample_count: episode.sampleCount,
     response_text: episode.responseText,
     created_at: episode.createdAt,
     finished_at: episode.finishedAt,
@@ -45,6 +48,14 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
       latency_ms: m.latencyMs,
       attempts: m.attempts,
       truncated: m.truncated,
+      ...(m.sampled
+        ? {
+            model: m.model,
+            logprob_sum: m.logprobSum,
+            new_prompt_tokens: m.newPromptTokens,
+            prefix_break: m.prefixBreak,
+          }
+        : {}),
     })),
   };
 }
