@@ -20,6 +20,7 @@
  *   notokens         an old host: no `prompt_token_ids` or `token_ids` (logprobs still)
  *   sglang           SGLang's placement: token ids on the choice, and a 400 for
  *                    `return_token_ids` with streaming
+ *   pad:N            make each completion N tokens long (the action, then filler), for benches
  *   record           keep the tokens of every answer, by seed, for `GET /sim/answers`
  *                    (tests compare what edgeroll stored with what the host sent)
  *
@@ -42,6 +43,7 @@ export interface Directives {
   noTokenIds: boolean;
   sglang: boolean;
   record: boolean;
+  padTokens?: number;
 }
 
 export function parseModel(model: string): { name: string; directives: Directives } {
@@ -72,6 +74,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     else if (kind === "notokens") directives.noTokenIds = true;
     else if (kind === "sglang") directives.sglang = true;
     else if (kind === "record") directives.record = true;
+    else if (kind === "pad") directives.padTokens = Number(a);
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
     } else if (kind === "reset" || kind === "malformed" || kind === "cut") {

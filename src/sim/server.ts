@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { z } from "zod";
-import { detokenize, IM_END, type TemplateKind } from "./chat-template";
+import { detokenize, IM_END, type TemplateKind, tokenize } from "./chat-template";
 import { type Directives, parseModel } from "./directives";
 import { playTurn } from "./policies";
 import { hashString, type Random, seededRandom } from "./random";
@@ -142,11 +142,21 @@ function asNativeCalls(choice: Choice, random: Random): Choice {
 /** What the simulator thinks aloud before acting, with `think`: Qwen3's format. */
 const REASONING = "<think>\nThe conversation so far tells me what to do next.\n</think>\n\n";
 
+const FILLER = " and the walk goes on";
+
+/** The text made exactly `tokens` long with its end-of-turn token: padded with filler, or cut. */
+function padded(text: string, tokens: number): string {
+  let ids = tokenize(text);
+  while (ids.length < tokens - 1) ids = tokenize(`${detokenize(ids)}${FILLER.repeat(8)}`);
+  return detokenize(ids.slice(0, Math.max(0, tokens - 1)));
+}
+
 /** Plays one choice, then applies `stop` and the token budget like a real server would. */
 function complete(request: CompletionRequest, random: Random, directives: Directives): Choice {
   const messages = request.messages.map((m) => ({ role: m.role, content: m.content ?? "" }));
   let text = playTurn({ messages, random, temperature: request.temperature });
   if (directives.think !== null) text = `${REASONING}${text}`;
+  if (directives.padTokens !== undefined) text = padded(text, directives.padTokens);
   for (const stop of [request.stop ?? []].flat()) {
     const at = text.indexOf(stop);
     if (at !== -1) text = text.slice(0, at);

@@ -10,7 +10,10 @@ export type TokenEncoding = (typeof TOKEN_ENCODINGS)[number];
 
 const CHUNK = 0x8000;
 
+/** `Uint8Array.prototype.toBase64` where the runtime has it (workerd does), else by chunks. */
 function base64(bytes: Uint8Array): string {
+  const native = (bytes as Uint8Array & { toBase64?: () => string }).toBase64;
+  if (native) return native.call(bytes);
   let binary = "";
   for (let i = 0; i < bytes.length; i += CHUNK) {
     binary += String.fromCharCode(...bytes.subarray(i, i + CHUNK));

@@ -105,7 +105,8 @@ export function decodeTokenObject(bytes: Uint8Array): {
   let at = 0;
   const take = <T extends Int32Array | Float32Array>(from: T, n: number): T => {
     if (at + n > words) throw new TokenObjectError("the token object is shorter than its header");
-    const part = from.slice(at, at + n) as T;
+    // Views, not copies: the decoded object owns its buffer.
+    const part = from.subarray(at, at + n) as T;
     at += n;
     return part;
   };

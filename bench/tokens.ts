@@ -1,0 +1,82 @@
+/**
+ * Part 5: what token-exact episodes cost. The same marathon groups (8 turns, 256-token
+ * completions, 200-character replies, same seeds) run with `tokens: "off"` and with tokens, in
+ * alternating order on one stack; the ratio of workerd CPU per turn is what asking for, reading,
+ * storing and landing every turn's token ids and logprobs adds.
+ */
+import pMap from "p-map";
+import type { StartGroupInput } from "../src/client/edgeroll-client";
+import { workerdCpuMs } from "./proc";
+import { type BenchStack, median, waitForRun } from "./stack";
+
+export interface TokenCpuResult {
+  groups: number;
+  repeats: number;
+  completionTokens: number;
+  cpuMsPerTurnWithout: number;
+  cpuMsPerTurnWith: number;
+  /** CPU per turn with tokens over without: the target is at most 1.25. */
+  ratio: number;
+  runs: { without: number; with: number }[];
+}
+
+const MODEL = "sim+pad:256";
+const TURNS = 8;
+
+function requests(runId: string, groups: number, tokens: "off" | "auto"): StartGroupInput[] {
+  return Array.from({ length: groups }, (_, i) => ({
+    env: "marathon",
+    example: { id: `tokens-${i}`, input: "Walk.", metadata: { turns: TURNS, reply_bytes: 200 } },
+    group_size: 8,
+    run_id: runId,
+    tokens,
+    sampling: { model: MODEL, temperature: 1, seed: 4000 + i, max_completion_tokens: 512 },
+  }));
+}
+
+async function cpuPerTurn(bench: BenchStack, runId: string, batch: StartGroupInput[]) {
+  const cpuBefore = workerdCpuMs(bench.pgid);
+  const requestsBefore = bench.simRequests(MODEL);
+  await pMap(batch, (request) => bench.client.startGroup(request), { concurrency: 16 });
+  await waitForRun(bench.client, runId, batch.length);
+  const turns = bench.simRequests(MODEL) - requestsBefore;
+  return (workerdCpuMs(bench.pgid) - cpuBefore) / turns;
+}
+
+export async function measureTokenCpu(
+  bench: BenchStack,
+  options: { groups: number; repeats: number },
+): Promise<TokenCpuResult> {
+  const runs: TokenCpuResult["runs"] = [];
+  for (let r = 0; r < options.repeats; r++) {
+    const off = () =>
+      cpuPerTurn(
+        bench,
+        `bench-tokens-off-${r}`,
+        requests(`bench-tokens-off-${r}`, options.groups, "off"),
+      );
+    const on = () =>
+      cpuPerTurn(
+        bench,
+        `bench-tokens-on-${r}`,
+        requests(`bench-tokens-on-${r}`, options.groups, "auto"),
+      );
+    // Alternate which goes first, so warm-up and drift fall on both.
+    if (r % 2 === 0) {
+      const without = await off();
+      runs.push({ without, with: await on() });
+    } else {
+      const withTokens = await on();
+      runs.push({ without: await off(), with: withTokens });
+    }
+  }
+  return {
+    groups: options.groups,
+    repeats: options.repeats,
+    completionTokens: 256,
+    cpuMsPerTurnWithout: median(runs.map((r) => r.without)),
+    cpuMsPerTurnWith: median(runs.map((r) => r.with)),
+    ratio: median(runs.map((r) => r.with / r.without)),
+    runs,
+  };
+}
