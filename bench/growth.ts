@@ -11,6 +11,8 @@ import { type BenchStack, waitForRun } from "./stack";
 export interface GrowthRow {
   turn: number;
   storedBytes: number;
+  /** Token bytes this turn adds to the group's token object: its new prompt ids, its completion. */
+  tokenBytes: number;
   stepCallBytes: number;
   inferenceBytes: number;
 }
@@ -23,6 +25,11 @@ export interface GrowthResult {
   storedTotal: number;
   stepCallTotal: number;
   landedToD1Total: number;
+  /** The group's token object (both episodes), and the tokens it holds. */
+  tokenObjectBytes: number;
+  tokensHeld: number;
+  /** Token object bytes over the tokens it holds: the target is at most 10. */
+  tokenBytesPerToken: number;
 }
 
 type Message = NonNullable<EpisodePage["episodes"][number]["messages"]>[number];
@@ -45,8 +52,18 @@ export async function measureGrowth(
     sampling: { model: "sim", seed: 1, max_completion_tokens: 32 },
   });
   await waitForRun(bench.client, runId, 1);
-  const page = await bench.client.listEpisodes({ run_id: runId, include: ["messages"], limit: 1 });
+  const page = await bench.client.listEpisodes({ run_id: runId, include: ["messages"], limit: 2 });
   const messages = page.episodes[0]?.messages ?? [];
+  // Each turn's token share, from the episode view (new prompt tokens, completion tokens).
+  const views = await Promise.all(page.episodes.map((e) => bench.client.getEpisode(e.episode_id)));
+  const turnTokens = (m: (typeof views)[number]["messages"][number]) =>
+    (m.new_prompt_tokens ?? 0) + (m.completion_tokens ?? 0);
+  const group = await bench.client.getGroup(page.episodes[0]?.group_id ?? "");
+  const tokenObjectBytes = ("token_object_bytes" in group ? group.token_object_bytes : null) ?? 0;
+  const tokensHeld = views
+    .flatMap((v) => v.messages.filter((m) => m.sampled))
+    .reduce((n, m) => n + turnTokens(m), 0);
+  const first = views[0]?.messages.filter((m) => m.sampled) ?? [];
   if (messages.length === 0) throw new Error("the growth episode landed no messages");
 
   const example = { id: "growth", input: "Go.", metadata: { turns, reply_bytes: replyBytes } };
@@ -60,9 +77,12 @@ export async function measureGrowth(
     const own = messages.filter((m) => m.turn === t);
     const action = own.filter((m) => m.sampled);
     const sum = (list: Message[]) => list.reduce((n, m) => n + wireBytes(m), 0);
+    const tokens = first[k];
     rows.push({
       turn: k + 1,
       storedBytes: sum(own),
+      // 4 bytes per id (prompt tail and completion), 4 per completion logprob.
+      tokenBytes: tokens ? 4 * turnTokens(tokens) + 4 * (tokens.completion_tokens ?? 0) : 0,
       stepCallBytes: exampleBytes + sum(before) + sum(action),
       inferenceBytes: sum(before),
     });
@@ -75,5 +95,8 @@ export async function measureGrowth(
     storedTotal,
     stepCallTotal: rows.reduce((n, r) => n + r.stepCallBytes, 0),
     landedToD1Total: storedTotal,
+    tokenObjectBytes,
+    tokensHeld,
+    tokenBytesPerToken: tokensHeld > 0 ? tokenObjectBytes / tokensHeld : Number.NaN,
   };
 }

@@ -6,12 +6,33 @@ import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { median } from "./stack";
 
+interface LandingRun {
+  landing_groups_per_s: number;
+  landing_groups_per_s_tokens: number;
+  landing_groups_per_s_tokens_bound: number;
+  serving_episodes_per_s: number;
+  serving_episodes_per_s_plain: number;
+  serving_episodes_per_s_tokens: number;
+  token_serving_ratio: number;
+  token_object_bytes: number;
+  r2_puts_per_s: number;
+  r2_gets_per_s: number;
+}
+
 export interface LandingResult {
   groups: number;
   repeats: number;
   landingGroupsPerS: number;
   servingEpisodesPerS: number;
-  runs: { landing_groups_per_s: number; serving_episodes_per_s: number }[];
+  /** The same groups with each turn's token ids and logprobs: one R2 object each, then D1. */
+  landingGroupsPerSTokens: number;
+  /** What that could reach at the local R2's own pace: one put per group plus the D1 landing. */
+  landingGroupsPerSTokensBound: number;
+  /** Lease and ack with base64 token samples over the same episodes without tokens. */
+  tokenServingRatio: number;
+  r2PutsPerS: number;
+  r2GetsPerS: number;
+  runs: LandingRun[];
 }
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -45,7 +66,7 @@ export async function measureLanding(groups: number, repeats: number): Promise<L
     );
   });
   const runs = [...output.matchAll(/BENCH_RESULT (\{.*\})/g)].map(
-    (m) => JSON.parse(m[1] as string) as LandingResult["runs"][number],
+    (m) => JSON.parse(m[1] as string) as LandingRun,
   );
   if (runs.length !== repeats) throw new Error(`expected ${repeats} results:\n${output}`);
   return {
@@ -53,6 +74,11 @@ export async function measureLanding(groups: number, repeats: number): Promise<L
     repeats,
     landingGroupsPerS: median(runs.map((r) => r.landing_groups_per_s)),
     servingEpisodesPerS: median(runs.map((r) => r.serving_episodes_per_s)),
+    landingGroupsPerSTokens: median(runs.map((r) => r.landing_groups_per_s_tokens)),
+    landingGroupsPerSTokensBound: median(runs.map((r) => r.landing_groups_per_s_tokens_bound)),
+    tokenServingRatio: median(runs.map((r) => r.token_serving_ratio)),
+    r2PutsPerS: median(runs.map((r) => r.r2_puts_per_s)),
+    r2GetsPerS: median(runs.map((r) => r.r2_gets_per_s)),
     runs,
   };
 }

@@ -2,10 +2,12 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { resolve } from "node:path";
+import type { FloorPoint } from "./floor-point";
 import type { GrowthResult } from "./growth";
 import type { IdealPoint } from "./ideal";
 import type { LandingResult } from "./landing";
 import type { OverheadResult } from "./overhead";
+import type { TokenCpuResult } from "./tokens";
 
 export interface BenchReport {
   quick: boolean;
@@ -19,6 +21,9 @@ export interface BenchReport {
   ideal: IdealPoint[];
   growth: GrowthResult;
   landing: LandingResult;
+  tokens: TokenCpuResult;
+  /** The C = 1,024 floor Worker, measured in the same run (full runs only). */
+  floor: FloorPoint | null;
 }
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -53,8 +58,18 @@ export function resultsJson(report: BenchReport) {
       ]),
     ),
     landing_groups_per_s: report.landing.landingGroupsPerS,
+    landing_groups_per_s_tokens: report.landing.landingGroupsPerSTokens,
+    landing_groups_per_s_tokens_r2_bound: report.landing.landingGroupsPerSTokensBound,
     serving_episodes_per_s: report.landing.servingEpisodesPerS,
+    token_serving_ratio: report.landing.tokenServingRatio,
+    token_cpu_ratio: report.tokens.ratio,
+    token_cpu_ms_per_turn: report.tokens.cpuMsPerTurnWith,
+    token_bytes_per_token: report.growth.tokenBytesPerToken,
+    r2_local_puts_per_s: report.landing.r2PutsPerS,
+    r2_local_gets_per_s: report.landing.r2GetsPerS,
     peak_rss_mb: Math.max(...report.ideal.map((p) => p.peakRssMb)),
+    floor_ideal_ratio_1024: report.floor?.ratio ?? null,
+    floor_peak_rss_mb: report.floor?.peakRssMb ?? null,
     growth: report.growth,
     details: {
       overhead: report.overhead,
@@ -62,6 +77,8 @@ export function resultsJson(report: BenchReport) {
       traced: report.traced,
       ideal: report.ideal,
       landing: report.landing,
+      tokens: report.tokens,
+      floor: report.floor,
     },
     machine: machine(),
     date: new Date().toISOString(),
@@ -121,6 +138,7 @@ function rows(r: Results): [string, string, string, boolean | null][] {
     ideal("64", null),
     ideal("256", 0.9),
     ideal("1024", 0.75),
+    ["… the platform floor at C = 1024 (same run)", fmt(r.floor_ideal_ratio_1024), "—", null],
     ["Pipeline overhead per turn, p50 (ms)", fmt(r.overhead_ms_p50, 0), "—", null],
     ["Pipeline overhead per turn, p99 (ms)", fmt(r.overhead_ms_p99, 0), "—", null],
     [
@@ -135,7 +153,43 @@ function rows(r: Results): [string, string, string, boolean | null][] {
       "≥ 5000",
       r.serving_episodes_per_s >= 5000,
     ],
+    [
+      "Landing with tokens (groups of 8 per s: R2 object, then D1)",
+      fmt(r.landing_groups_per_s_tokens, 0),
+      "≥ 600",
+      r.landing_groups_per_s_tokens >= 600,
+    ],
+    [
+      "… at the local R2's own pace (one put per group + D1)",
+      fmt(r.landing_groups_per_s_tokens_r2_bound, 0),
+      "—",
+      null,
+    ],
+    [
+      "Token CPU ratio, per turn with tokens / without (256-token completions)",
+      fmt(r.token_cpu_ratio),
+      "≤ 1.25",
+      r.token_cpu_ratio <= 1.25,
+    ],
+    [
+      "Token bytes per token (R2 object / tokens held)",
+      fmt(r.token_bytes_per_token),
+      "≤ 10",
+      r.token_bytes_per_token <= 10,
+    ],
+    [
+      "Token serving ratio, base64 tokens / without",
+      fmt(r.token_serving_ratio),
+      "≥ 0.5",
+      r.token_serving_ratio >= 0.5,
+    ],
     ["Peak workerd RSS (MB)", fmt(r.peak_rss_mb, 0), "< 512", r.peak_rss_mb < 512],
+    [
+      "… the platform floor's peak RSS at C = 1024 (same run)",
+      fmt(r.floor_peak_rss_mb, 0),
+      "—",
+      null,
+    ],
   ];
 }
 
@@ -155,6 +209,7 @@ export function printTable(r: Results): void {
         "stored B": g.storedBytes,
         "to step worker B": g.stepCallBytes,
         "to inference B": g.inferenceBytes,
+        "token B": g.tokenBytes,
       })),
   );
 }
@@ -203,16 +258,21 @@ What each figure is:
 - **Landing**: scored groups of 8 episodes of about 256 tokens, landed durably in D1 through the lander per second (${r.details.landing.groups} groups at once, ${r.details.landing.repeats} repeats). The reference is an in-memory, non-durable trajectory server of a popular peer, measured at about 311 such groups per second on this machine kind.
 - **Serving**: episodes per second leased (whole groups with transcripts, 50 groups per lease) and acked through the API.
 - **Peak workerd RSS**: the largest resident set of the workerd process, sampled every 250 ms while up to 1,024 episodes are in flight.
+- **The platform floor at C = 1024**: \`bench/floor/\`, a Worker that makes only the platform calls of an edgeroll turn (a streamed fetch, a step on an RpcTarget session, the same statements in shared write turns) and none of edgeroll's own work, run at C = 1,024 in the same run, in a fresh process (its peak RSS: ${fmt(r.floor_peak_rss_mb, 0)} MB). The distance between the pipeline's figure and this one is edgeroll's share; the rest is the platform's, locally.
+- **Landing with tokens**: the same groups as *Landing*, each turn also carrying its token ids and logprobs (about 256 tokens an episode): each group's token object is put in R2, then its rows go through the lander (${fmt(r.details.landing.landingGroupsPerSTokens, 0)} groups/s). Locally R2 is miniflare's emulation, which serves one operation at a time: in the same run it took ${fmt(r.r2_local_puts_per_s, 0)} puts/s of objects that size on its own, so one put per group on top of the text landing bounds the figure at ${fmt(r.landing_groups_per_s_tokens_r2_bound, 0)} groups/s. Deployed, each group writes its own object from its own Durable Object, in parallel.
+- **Token CPU ratio**: workerd CPU per turn with tokens over the same marathon groups with \`tokens: "off"\` (8 turns, 256-token completions, same seeds, alternating order; ${fmt(r.details.tokens.cpuMsPerTurnWith)} vs ${fmt(r.details.tokens.cpuMsPerTurnWithout)} ms): asking for the token fields, reading them from the stream, storing each turn's tokens and landing the token object.
+- **Token bytes per token**: the growth episode's token object over the tokens it holds (each turn's new prompt tokens and its completion): 4 bytes per id, 4 per completion logprob, and a JSON header of about 120 bytes per turn.
+- **Token serving ratio**: lease and ack of the same token-exact episodes, with base64 token samples (\`include: ["tokens"]\`) over without (\`messages\`, \`per_turn\`): each lease reads one R2 object per group and builds the samples.
 
 ## Growth with episode length
 
 Marathon episodes of ${r.growth.turns} turns with ${r.growth.replyBytes}-byte replies, bytes per turn at a given turn index:
 
-| Turn | Stored in the object | Moved to D1 (once, at landing) | Moved to the step worker (transcript so far) | Inference request (prompt) |
-|---:|---:|---:|---:|---:|
-${growthRows.map((g) => `| ${g.turn} | ${g.storedBytes} | ${g.storedBytes} | ${g.stepCallBytes} | ${g.inferenceBytes} |`).join("\n")}
+| Turn | Stored in the object | Moved to D1 (once, at landing) | Token bytes (R2, once) | Moved to the step worker (transcript so far) | Inference request (prompt) |
+|---:|---:|---:|---:|---:|---:|
+${growthRows.map((g) => `| ${g.turn} | ${g.storedBytes} | ${g.storedBytes} | ${g.tokenBytes} | ${g.stepCallBytes} | ${g.inferenceBytes} |`).join("\n")}
 
-Stored bytes per turn stay flat, so storage grows linearly with the transcript (${r.growth.storedTotal} bytes for the whole episode, landed in D1 once). The step call carries the whole transcript because environments rebuild their state by replaying it, so it grows with the turn index and its total over an episode is quadratic (${r.growth.stepCallTotal} bytes, ${fmt(r.growth.stepCallTotal / r.growth.storedTotal, 1)}× the transcript); it travels over a Worker-to-Worker RPC inside one location, never to D1, and is the same size as the prompt the inference host must receive anyway.
+Stored bytes per turn stay flat, token bytes too — a turn stores only the prompt tokens after what the previous turn left (the environment's reply and the template's glue) and its completion — so storage grows linearly with the transcript (token object: ${r.growth.tokenObjectBytes} bytes for ${r.growth.tokensHeld} tokens, ${fmt(r.growth.tokenBytesPerToken)} bytes per token; the transcript: ${r.growth.storedTotal} bytes for the whole episode, landed in D1 once). The step call carries the whole transcript because environments rebuild their state by replaying it, so it grows with the turn index and its total over an episode is quadratic (${r.growth.stepCallTotal} bytes, ${fmt(r.growth.stepCallTotal / r.growth.storedTotal, 1)}× the transcript); it travels over a Worker-to-Worker RPC inside one location, never to D1, and is the same size as the prompt the inference host must receive anyway.
 
 ## Commands
 

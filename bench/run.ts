@@ -2,12 +2,14 @@
  * `npm run bench [-- --quick]`: what edgeroll costs on top of inference, measured against its
  * references in one run on this machine. See BENCHMARKS.md for the figures and what they mean.
  */
+import { type FloorPoint, measureFloor } from "./floor-point";
 import { measureGrowth } from "./growth";
 import { type IdealPoint, measureIdeal } from "./ideal";
 import { measureLanding } from "./landing";
 import { measureOverhead, type OverheadResult } from "./overhead";
 import { printTable, resultsJson, writeOutputs } from "./report";
 import { withBenchStack } from "./stack";
+import { measureTokenCpu } from "./tokens";
 
 const quick = process.argv.includes("--quick");
 const plan = quick
@@ -17,6 +19,8 @@ const plan = quick
       turns: 6,
       growthTurns: 10,
       landing: { groups: 50, repeats: 1 },
+      tokens: { groups: 4, repeats: 1 },
+      floor: false,
     }
   : {
       overhead: { groups: 32, repeats: 3 },
@@ -24,6 +28,8 @@ const plan = quick
       turns: 12,
       growthTurns: 50,
       landing: { groups: 600, repeats: 3 },
+      tokens: { groups: 16, repeats: 4 },
+      floor: true,
     };
 
 const started = Date.now();
@@ -51,9 +57,23 @@ const pipeline = await withBenchStack(async (bench) => {
     ideal.push(point);
   }
   const growth = await measureGrowth(bench, plan.growthTurns);
-  say(`growth: ${growth.turns} turns, ${growth.storedTotal} bytes stored`);
-  return { overhead, ideal, growth };
+  say(
+    `growth: ${growth.turns} turns, ${growth.storedTotal} bytes stored, token object ${growth.tokenObjectBytes} bytes for ${growth.tokensHeld} tokens (${growth.tokenBytesPerToken.toFixed(2)} B/token)`,
+  );
+  const tokens = await measureTokenCpu(bench, plan.tokens);
+  say(
+    `tokens: ${tokens.cpuMsPerTurnWith.toFixed(2)} ms CPU per turn with, ${tokens.cpuMsPerTurnWithout.toFixed(2)} without (ratio ${tokens.ratio.toFixed(2)})`,
+  );
+  return { overhead, ideal, growth, tokens };
 });
+// The platform's floor at C = 1,024 in the same run: a Worker making only a turn's calls.
+let floor: FloorPoint | null = null;
+if (plan.floor) {
+  floor = await measureFloor();
+  say(
+    `floor C=1024: achieved/ideal ${floor.ratio.toFixed(2)}, peak RSS ${floor.peakRssMb.toFixed(0)} MB`,
+  );
+}
 // The same comparison with one body per completion (INFERENCE_STREAM=false), in its own stack.
 const unstreamed = await withBenchStack(
   (bench) => measureOverhead(bench, { ...plan.overhead, stream: false }),
@@ -69,7 +89,7 @@ sayOverhead(traced, ", wrangler's local traces on");
 say(`landing and serving: ${plan.landing.groups} groups, ${plan.landing.repeats} repeat(s)`);
 const landing = await measureLanding(plan.landing.groups, plan.landing.repeats);
 say(
-  `landing ${landing.landingGroupsPerS.toFixed(0)} groups/s, serving ${landing.servingEpisodesPerS.toFixed(0)} episodes/s`,
+  `landing ${landing.landingGroupsPerS.toFixed(0)} groups/s (${landing.landingGroupsPerSTokens.toFixed(0)} with tokens), serving ${landing.servingEpisodesPerS.toFixed(0)} episodes/s (base64 tokens: ${landing.tokenServingRatio.toFixed(2)} of the same without)`,
 );
 
 const results = resultsJson({
@@ -79,6 +99,7 @@ const results = resultsJson({
   unstreamed,
   traced,
   landing,
+  floor,
 });
 printTable(results);
 if (quick) say("quick run: figures printed only; `npm run bench` writes BENCHMARKS.md");

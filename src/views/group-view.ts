@@ -59,6 +59,8 @@ export function landedGroupView(group: GroupRecord, episodes: readonly EpisodeRe
     score_mean: group.scoreMean,
     score_std: group.scoreStd,
     uniform: group.uniform,
+    /** The size of the group's token object in the TOKENS bucket; null without tokens. */
+    token_object_bytes: group.tokenObjectBytes,
     warnings: group.warnings,
     failure_reason: group.failureReason,
     created_at: group.createdAt,
@@ -85,6 +87,7 @@ export function liveGroupView(live: LiveGroupStatus) {
     score_mean: null,
     score_std: null,
     uniform: null,
+    token_object_bytes: null,
     warnings: live.warnings,
     failure_reason: null,
     last_error: live.lastError,
