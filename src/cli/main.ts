@@ -57,6 +57,12 @@ program
   .option("--malformed-rate <p>", "share of requests answered with an unparseable body", "0")
   .option("--cut-rate <p>", "share of streams cut half-way", "0")
   .option("--reset-rate <p>", "share of connections dropped", "0")
+  .option(
+    "--template <kind>",
+    "chat template: chatml, or drop-reasoning (re-renders history without <think> blocks, as Qwen3's does)",
+    "chatml",
+  )
+  .option("--no-token-ids", "answer no prompt_token_ids / token_ids, as vLLM before 0.10.2")
   .action(sim);
 
 const withApi = (command: Command) =>
@@ -107,6 +113,7 @@ withApi(program.command("run"))
   .option("--seed <n>", "reproducible sampling")
   .option("--policy-version <n>", "the policy generating the episodes", "0")
   .option("--credit-assignment <kind>", "per_episode or per_turn", "per_episode")
+  .option("--tokens <mode>", "token-exact episodes: auto, required or off", "auto")
   .option("--limit <n>", "only the first n examples")
   .action(run);
 

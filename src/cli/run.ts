@@ -25,6 +25,7 @@ export interface RunFlags {
   seed?: string;
   policyVersion: string;
   creditAssignment: string;
+  tokens: string;
   limit?: string;
 }
 
@@ -77,6 +78,8 @@ export async function run(flags: RunFlags): Promise<void> {
   if (flags.creditAssignment !== "per_episode" && flags.creditAssignment !== "per_turn") {
     throw new CliError(`--credit-assignment must be per_episode or per_turn`);
   }
+  if (!["auto", "required", "off"].includes(flags.tokens))
+    throw new CliError(`--tokens must be auto, required or off, got "${flags.tokens}"`);
   const runId = flags.run ?? defaultRunId(flags.env, flags.dataset);
   const client = apiClient(flags);
   const job = {
@@ -88,6 +91,7 @@ export async function run(flags: RunFlags): Promise<void> {
     request: {
       policy_version: int("policy-version", flags.policyVersion, 0, 2 ** 31 - 1),
       credit_assignment: flags.creditAssignment as "per_episode" | "per_turn",
+      tokens: flags.tokens as "auto" | "required" | "off",
       ...(flags.maxContextTokens
         ? { max_context_tokens: int("max-context-tokens", flags.maxContextTokens, 64, 2_097_152) }
         : {}),

@@ -14,6 +14,9 @@ export interface SimFlags {
   malformedRate: string;
   cutRate: string;
   resetRate: string;
+  template: string;
+  /** Commander's `--no-token-ids`. */
+  tokenIds: boolean;
 }
 
 function number(flag: string, value: string, max = Number.POSITIVE_INFINITY): number {
@@ -24,6 +27,8 @@ function number(flag: string, value: string, max = Number.POSITIVE_INFINITY): nu
 }
 
 export function simOptions(flags: SimFlags): SimulatorOptions {
+  if (flags.template !== "chatml" && flags.template !== "drop-reasoning")
+    throw new CliError(`--template must be chatml or drop-reasoning, got "${flags.template}"`);
   const statuses = flags.errorStatuses
     .split(",")
     .map((s) => number("error-statuses", s.trim(), 599));
@@ -43,6 +48,8 @@ export function simOptions(flags: SimFlags): SimulatorOptions {
       cutRate: number("cut-rate", flags.cutRate, 1),
       resetRate: number("reset-rate", flags.resetRate, 1),
     },
+    template: flags.template,
+    tokenIds: flags.tokenIds,
   };
 }
 
