@@ -72,9 +72,9 @@ async function scoredGroup(runId: string, i: number, withTokens: boolean): Promi
             attempts: 1,
           },
           () => {
-            if (!withTokens) return;
+            if (!withTokens) return undefined;
             const logprobs = Float32Array.from({ length: ACTION_TOKENS }, (_, k) => -0.01 * k);
-            tokens.record(
+            return tokens.record(
               idx,
               t,
               { promptIds: prompt, completionIds: completion, logprobs, model: "sim" },

@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { configFrom } from "../config";
 import { readBatchGroups } from "../trainer/batch-format";
 import { LeaseRequestSchema } from "../trainer/lease-request";
-import { ackBatch, claimGroups, releaseBatch, type Settlement } from "../trainer/leases";
+import { ackBatch, claimGroups, releaseBatch, type Settlement, unclaim } from "../trainer/leases";
 import { ackView, batchView, releaseView } from "../views/responses";
 import type { AuthVariables } from "./auth";
 import { ApiError, invalidRequest } from "./errors";
@@ -48,10 +48,17 @@ export const batchRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>
         c.get("principal"),
       );
       if (claim.groupIds.length === 0) return c.json(batchView(null, []));
-      const groups = await readBatchGroups(c.env.DB, claim.groupIds, request.include, {
-        bucket: c.env.TOKENS,
-        encoding: request.token_encoding,
-      });
+      let groups: Awaited<ReturnType<typeof readBatchGroups>>;
+      try {
+        groups = await readBatchGroups(c.env.DB, claim.groupIds, request.include, {
+          bucket: c.env.TOKENS,
+          encoding: request.token_encoding,
+        });
+      } catch (error) {
+        // The trainer never saw these groups: they go back at once, their delivery uncounted.
+        await unclaim(c.env.DB, claim.batchId);
+        throw error;
+      }
       return c.json(batchView(claim, groups));
     },
   )

@@ -68,7 +68,7 @@ export const episodeRoutes = new Hono<{ Bindings: Env }>()
           e,
           page.transcripts.get(e.id) ?? [],
           query.include,
-          turns && { turns: turns.get(e.groupId)?.get(e.idx), encoding: query.token_encoding },
+          turns && { group: turns.get(e.groupId), encoding: query.token_encoding },
         ),
       }));
       const next =

@@ -1,6 +1,7 @@
 /** D1 tables where finished groups land: one row per group, per episode, per message. */
 import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import type { ChatMessage, JsonObject, TaskExample, ToolCall } from "../sdk";
+import type { TokenMode } from "../tokens/token-mode";
 
 /** Timestamps are ISO-8601 text, so SQL users can read and compare them as they are. */
 export const groups = sqliteTable(
@@ -90,7 +91,9 @@ export const episodes = sqliteTable(
      * `exact`: every sampled turn's token ids and logprobs are in the group's token object;
      * `none`: not (the host sent none, or the group asked for `tokens: "off"`).
      */
-    tokenMode: text("token_mode").$type<"exact" | "none">().notNull().default("none"),
+    tokenMode: text("token_mode").$type<TokenMode>().notNull().default("none"),
+    /** Why the episode is not token-exact: what the host did not send, or `tokens: "off"`. */
+    tokenModeReason: text("token_mode_reason"),
     /** Sampled turns whose prompt did not start with the tokens the previous turn left. */
     prefixBreaks: integer("prefix_breaks").notNull().default(0),
     /** Trainer samples the turns make by the merge-or-split rule (prefix breaks + 1). */

@@ -41,6 +41,11 @@ export interface GenerateOptions {
   maxRetries: number;
   /** Backoffs up to this long are slept here; longer ones come back as `retry_later`. */
   maxInlineBackoffMs?: number;
+  /**
+   * Ask again without the token fields when the host refuses them with a 4xx (a group that can
+   * go on without tokens); otherwise the refusal is the generation's answer.
+   */
+  retryWithoutTokens?: boolean;
   /** Aborts the generation from outside (the group shutting it down); rethrown, not an outcome. */
   signal?: AbortSignal;
   /**
@@ -54,6 +59,8 @@ export interface GenerateOptions {
 
 /** A 4xx that names a token field refused that field, not the generation. */
 const TOKEN_FIELDS = /return_token_ids|top_logprobs|logprobs/i;
+
+export const refusesTokenFields = (message: string) => TOKEN_FIELDS.test(message);
 
 /** Wire bytes per streamed token, with room to spare: vLLM's chunks are about 200. */
 const STREAM_BYTES_PER_TOKEN = 300;
@@ -101,7 +108,7 @@ async function readJson(response: Response, wantTokens: boolean): Promise<Comple
     const reader = new TokenFieldReader();
     const raw = json as { choices: Record<string, unknown>[] } & Record<string, unknown>;
     reader.add(raw, raw.choices[0]);
-    tokens = reader.result();
+    tokens = reader.result(usageOf(body.data.usage));
   }
   return {
     content: choice?.message.content ?? "",
@@ -195,7 +202,12 @@ export async function generate(
             : new InferenceError("retryable", String(error), { cause: error });
         if (failure.kind === "context_exceeded")
           return { kind: "context_exceeded", attempts, message: failure.message };
-        if (failure.kind === "rejected" && current.tokens && TOKEN_FIELDS.test(failure.message)) {
+        if (
+          failure.kind === "rejected" &&
+          current.tokens &&
+          options.retryWithoutTokens === true &&
+          TOKEN_FIELDS.test(failure.message)
+        ) {
           // A host that will not take the token fields (SGLang while streaming) is asked again
           // without them; the completion then says why it has no tokens.
           tokensRefused = failure.message;

@@ -123,7 +123,7 @@ function collector(wantTokens: boolean) {
         throw malformed("the stream ended before the completion finished");
       }
       const { content, calls, finishReason, usage } = completion;
-      const tokens = completion.tokens?.result() ?? null;
+      const tokens = completion.tokens?.result(completion.usage) ?? null;
       return { content, toolCalls: calls.filter(Boolean), finishReason, usage, tokens };
     },
   };

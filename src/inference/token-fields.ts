@@ -78,7 +78,8 @@ export class TokenFieldReader {
     }
   }
 
-  result(): TokenFields {
+  /** What the host sent, checked against the counts its usage reports when it reports them. */
+  result(usage: { promptTokens: number; completionTokens: number } | null = null): TokenFields {
     const missing = (what: string): TokenFields => ({
       kind: "missing",
       problem: `the host sent ${what} (${HOW_TO_GET_THEM})`,
@@ -91,6 +92,16 @@ export class TokenFieldReader {
       return {
         kind: "missing",
         problem: `the host sent ${this.completionIds.length} completion token ids but ${this.logprobs.length} logprobs`,
+      };
+    }
+    if (
+      usage !== null &&
+      (usage.promptTokens !== this.promptIds.length ||
+        usage.completionTokens !== this.completionIds.length)
+    ) {
+      return {
+        kind: "missing",
+        problem: `the host's token ids (${this.promptIds.length} prompt, ${this.completionIds.length} completion) do not match its usage (${usage.promptTokens}, ${usage.completionTokens})`,
       };
     }
     return {

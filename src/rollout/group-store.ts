@@ -545,13 +545,14 @@ export class GroupStore {
   /** The sampled action is appended; the episode waits for the environment's step. */
   /**
    * The sampled action is appended and the episode moves on to stepping. `alongside` writes in
-   * the same transaction (the turn's tokens), so no restart finds one without the other.
+   * the same transaction (the turn's tokens), so no restart finds one without the other; what it
+   * returns runs once the transaction has committed.
    */
   recordAction(
     idx: number,
     message: ChatMessage,
     stats: ActionStats,
-    alongside: () => void = () => {},
+    alongside: () => (() => void) | undefined = () => undefined,
   ): void {
     const episode = this.episode(idx);
     const seq = this.m.nextSeq[idx] ?? 0;
@@ -568,7 +569,7 @@ export class GroupStore {
           completionTokens: episode.completionTokens,
           totalTokens: episode.totalTokens,
         };
-    this.storage.transactionSync(() => {
+    const committed = this.storage.transactionSync(() => {
       this.append(
         idx,
         seq,
@@ -578,7 +579,7 @@ export class GroupStore {
         stats.finishReason === "length",
       );
       this.sql.exec("DELETE FROM generations WHERE idx = ?", idx);
-      alongside();
+      const after = alongside();
       this.sql.exec(
         `UPDATE episodes SET state = 'stepping', turns = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?
          WHERE idx = ?`,
@@ -588,7 +589,9 @@ export class GroupStore {
         tokens.totalTokens,
         idx,
       );
+      return after;
     });
+    committed?.();
     this.m.nextSeq[idx] = seq + 1;
     this.m.generations.delete(idx);
     this.patchEpisode(idx, { state: "stepping", turns: episode.turns + 1, ...tokens });

@@ -7,10 +7,11 @@ import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
 import { errorMessage, rewardSuccess } from "../sdk";
-import type { TokenMode } from "../tokens/token-store";
 import { episodeId } from "./group-spec";
 import type { GroupStore } from "./group-store";
+import type { LandingOutcome } from "./landing-outcome";
 import { groupRow } from "./registration";
+import type { TokenLanding } from "./token-landing";
 
 /** Bulk rows travel as one JSON parameter per statement, well inside D1's 2 MB value limit. */
 const CHUNK_CHARS = 500_000;
@@ -95,27 +96,6 @@ function pack(rows: readonly string[]): string[] {
   return chunks;
 }
 
-/** What D1 keeps of a group's tokens (token-landing.ts reads it from the group's token store). */
-export interface TurnTokenSummary {
-  model: string | null;
-  logprobSum: number;
-  newPromptTokens: number;
-  prefixBreak: boolean;
-}
-
-export interface EpisodeTokenSummary {
-  mode: TokenMode;
-  prefixBreaks: number;
-  sampleCount: number;
-  turns: Map<number, TurnTokenSummary>;
-}
-
-export interface TokenLanding {
-  /** The token object for the TOKENS bucket; null when no episode has exact tokens. */
-  object: { key: string; bytes: Uint8Array } | null;
-  episodes: Map<number, EpisodeTokenSummary>;
-}
-
 /**
  * A finished group, ready to write: its rows already serialized into the statements' JSON
  * parameters, so the lander receives a few strings and only has to batch them.
@@ -177,6 +157,9 @@ export function landingPayload(store: GroupStore, tokens: TokenLanding | null): 
     latencyMs: (e.finishedAt ?? e.startedAt) - e.startedAt,
     redispatches: e.redispatches,
     tokenMode: tokens?.episodes.get(e.idx)?.mode ?? "none",
+    tokenModeReason: tokens
+      ? (tokens.episodes.get(e.idx)?.reason ?? null)
+      : 'the group asked for tokens: "off"',
     prefixBreaks: tokens?.episodes.get(e.idx)?.prefixBreaks ?? 0,
     sampleCount: tokens?.episodes.get(e.idx)?.sampleCount ?? 0,
     responseText: e.responseText,
@@ -268,14 +251,13 @@ export function landingStatements(
  */
 export const LANDER_MAX_CHARS = 8_000_000;
 
-/** Whether D1 committed a group's rows; a refusal carries D1's message. */
-export type LandingOutcome = { ok: true } | { ok: false; error: string };
-
 /**
  * What the lander object offers (lander.ts). A refusal is an answer, not an exception: an
  * exception thrown out of an RPC method is logged by the runtime as uncaught even when the
  * caller handles it.
  */
+export type { LandingOutcome } from "./landing-outcome";
+
 export interface LanderApi {
   land(payload: LandingPayload): Promise<LandingOutcome>;
 }

@@ -5,11 +5,34 @@
  * samples). Idempotent like the D1 landing: the object's key and bytes depend only on the group.
  */
 import { errorMessage } from "../sdk";
+import type { TokenMode } from "../tokens/token-mode";
 import { encodeTokenObject, tokenObjectKey } from "../tokens/token-object";
 import type { TokenStore } from "../tokens/token-store";
 import { logprobSum, prefixBreaks } from "../tokens/turn-tokens";
 import type { GroupSpec } from "./group-spec";
-import type { EpisodeTokenSummary, LandingOutcome, TokenLanding } from "./landing";
+import type { LandingOutcome } from "./landing-outcome";
+
+export interface TurnTokenSummary {
+  model: string | null;
+  logprobSum: number;
+  newPromptTokens: number;
+  prefixBreak: boolean;
+}
+
+export interface EpisodeTokenSummary {
+  mode: TokenMode;
+  /** Why it is not token-exact; null when it is. */
+  reason: string | null;
+  prefixBreaks: number;
+  sampleCount: number;
+  turns: Map<number, TurnTokenSummary>;
+}
+
+export interface TokenLanding {
+  /** The token object for the TOKENS bucket; null when no episode has exact tokens. */
+  object: { key: string; bytes: Uint8Array } | null;
+  episodes: Map<number, EpisodeTokenSummary>;
+}
 
 /** What a group lands of its tokens; null for a group that asked for `tokens: "off"`. */
 export function tokenLanding(spec: GroupSpec, store: TokenStore): TokenLanding | null {
@@ -21,6 +44,7 @@ export function tokenLanding(spec: GroupSpec, store: TokenStore): TokenLanding |
     const breaks = prefixBreaks(turns);
     episodes.set(idx, {
       mode,
+      reason: store.reason(idx),
       prefixBreaks: breaks,
       // Merge or split: the first turn starts a sample, and so does each break.
       sampleCount: turns.length > 0 ? breaks + 1 : 0,

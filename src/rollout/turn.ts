@@ -5,7 +5,12 @@
  */
 import { type Config, generationDeadlineMs } from "../config";
 import type { StepWorkerApi } from "../env-workers/step-worker";
-import { type GenerationFailure, type GenerationOutcome, generate } from "../inference/client";
+import {
+  type GenerationFailure,
+  type GenerationOutcome,
+  generate,
+  refusesTokenFields,
+} from "../inference/client";
 import {
   type ChatMessage,
   errorMessage,
@@ -135,6 +140,7 @@ async function sample(
       maxRetries: Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0)),
       maxInlineBackoffMs: INLINE_BACKOFF_MS,
       wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / spec.request.group_size),
+      retryWithoutTokens: spec.request.tokens === "auto",
     },
   );
   await rt.writeTurn();
@@ -162,7 +168,10 @@ async function sample(
       });
       return;
     case "failed":
-      store.finish(idx, failed(INFERENCE_FAILURE[outcome.failure], outcome.message));
+      if (spec.request.tokens === "required" && refusesTokenFields(outcome.message)) {
+        const detail = `the host refused the token fields: ${outcome.message}; this group asks for tokens: "required"`;
+        store.finish(idx, failed(END.tokens_unavailable, detail));
+      } else store.finish(idx, failed(INFERENCE_FAILURE[outcome.failure], outcome.message));
       return;
   }
 }
@@ -202,10 +211,10 @@ function recordAction(
       attempts: outcome.attempts,
     },
     () => {
-      if (spec.request.tokens === "off") return;
-      if (exact !== null) rt.tokens.record(idx, turn, exact, { temperature, topP });
-      else
-        rt.tokens.markInexact(idx, fields?.kind === "missing" ? fields.problem : "no token fields");
+      if (spec.request.tokens === "off") return undefined;
+      if (exact !== null) return rt.tokens.record(idx, turn, exact, { temperature, topP });
+      const why = fields?.kind === "missing" ? fields.problem : "the host sent no token fields";
+      return rt.tokens.markInexact(idx, why);
     },
   );
   transcript.push(message);
@@ -269,5 +278,7 @@ export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void>
     }
   } finally {
     session.close();
+    // Ended or parked, it needs no cached token sequence in memory; storage has it.
+    rt.tokens.forget(idx);
   }
 }

@@ -7,13 +7,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { z } from "zod";
-import { detokenize, IM_END, type TemplateKind, tokenize } from "./chat-template";
+import { type Answer, answerBody, type Choice, type NativeCall, streamAnswer } from "./answer";
+import { detokenize, type TemplateKind, tokenize } from "./chat-template";
 import { type Directives, parseModel } from "./directives";
 import { playTurn } from "./policies";
 import { hashString, type Random, seededRandom } from "./random";
-import { completionTokens, logprobsField, promptIds } from "./token-answer";
-
-const tokenText = (id: number) => detokenize([id]);
+import { completionTokens, promptIds } from "./token-answer";
 
 export interface LatencyModel {
   /** Time to first token, plus a share proportional to the prompt. */
@@ -99,22 +98,6 @@ const NO_FAULTS: FaultRates = {
 const NO_LATENCY: LatencyModel = { ttftMs: 0, msPerPromptToken: 0, msPerToken: 0 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface NativeCall {
-  id: string;
-  name: string;
-  arguments: string;
-}
-
-interface Choice {
-  /** The visible content (tool calls taken out when they go as native `tool_calls`). */
-  text: string;
-  finishReason: "stop" | "length" | "tool_calls";
-  toolCalls: NativeCall[];
-  /** What the model produced, in tokens: the training truth, whatever is parsed out of it. */
-  ids: number[];
-  logprobs: number[];
-}
 
 const TOOL_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
 
@@ -327,131 +310,26 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       };
       answers.set(`${parsed.model}|${parsed.seed ?? ""}`, answer);
     }
+    const answer: Answer = {
+      id,
+      created,
+      model: name,
+      choices,
+      prompt,
+      usage,
+      fields,
+      fault,
+      perTokenMs: perToken,
+      includeUsage: parsed.stream_options?.include_usage === true,
+      onFinished: () => markFinished(parsed, choices[0]),
+    };
     if (!parsed.stream) {
       await sleep(perToken * usage.completion_tokens);
       if (res.destroyed) return;
       markFinished(parsed, choices[0]);
-      return json(res, 200, {
-        id,
-        object: "chat.completion",
-        created,
-        model: name,
-        choices: choices.map((c, index) => ({
-          index,
-          message: {
-            role: "assistant",
-            content: c.toolCalls.length > 0 && c.text === "" ? null : c.text,
-            ...(c.toolCalls.length > 0
-              ? {
-                  tool_calls: c.toolCalls.map((t) => ({
-                    id: t.id,
-                    type: "function",
-                    function: { name: t.name, arguments: t.arguments },
-                  })),
-                }
-              : {}),
-          },
-          logprobs: fields.logprobs ? logprobsField(c.ids, c.logprobs, tokenText) : null,
-          finish_reason: c.finishReason,
-          ...(fields.ids
-            ? { token_ids: c.ids, ...(fields.promptOnChoice ? { prompt_token_ids: prompt } : {}) }
-            : {}),
-        })),
-        usage,
-        ...(fields.ids && !fields.promptOnChoice ? { prompt_token_ids: prompt } : {}),
-      });
+      return json(res, 200, answerBody(answer));
     }
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-    const send = (chunk: object) =>
-      res.write(
-        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: name, ...chunk })}\n\n`,
-      );
-    /** A chunk's share of the completion's tokens: its ids and their logprobs, as asked. */
-    const tokenPart = (c: Choice, from: number, to: number) => ({
-      ...(fields.logprobs
-        ? { logprobs: logprobsField(c.ids.slice(from, to), c.logprobs.slice(from, to), tokenText) }
-        : {}),
-      ...(fields.ids ? { token_ids: c.ids.slice(from, to) } : {}),
-    });
-    for (const [index, choice] of choices.entries()) {
-      // The prompt's ids come once, in the first chunk, at the top level (vLLM).
-      send({
-        choices: [
-          { index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null },
-        ],
-        ...(fields.ids && index === 0 ? { prompt_token_ids: prompt } : {}),
-      });
-      // Text as it is generated, two tokens a chunk; the end-of-turn token comes in the last.
-      const text = choice.ids.at(-1) === IM_END ? choice.ids.slice(0, -1) : choice.ids;
-      const native = choice.toolCalls.length > 0;
-      const pieces: [number, number][] = [];
-      for (let at = 0; at < text.length; at += 2) pieces.push([at, Math.min(at + 2, text.length)]);
-      if (native) {
-        // A tool-call parser holds the text back; the tokens still come, all at the end.
-        for (const piece of choice.text.match(/\S+\s*|\s+/g) ?? [])
-          send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
-      } else {
-        for (const [i, [from, to]] of pieces.entries()) {
-          if (fault === "cut" && i >= pieces.length / 2) return res.destroy();
-          if (fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
-          await sleep(perToken * (to - from));
-          if (res.destroyed) return;
-          const content = detokenize(choice.ids.slice(from, to));
-          send({
-            choices: [
-              { index, delta: { content }, finish_reason: null, ...tokenPart(choice, from, to) },
-            ],
-          });
-        }
-      }
-      for (const [i, call] of choice.toolCalls.entries()) {
-        // The id and name first, the arguments in two pieces: clients must stitch them together.
-        const half = Math.ceil(call.arguments.length / 2);
-        send({
-          choices: [
-            {
-              index,
-              delta: {
-                tool_calls: [
-                  {
-                    index: i,
-                    id: call.id,
-                    type: "function",
-                    function: { name: call.name, arguments: "" },
-                  },
-                ],
-              },
-              finish_reason: null,
-            },
-          ],
-        });
-        for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)]) {
-          send({
-            choices: [
-              {
-                index,
-                delta: { tool_calls: [{ index: i, function: { arguments: piece } }] },
-                finish_reason: null,
-              },
-            ],
-          });
-        }
-      }
-      const rest = native ? 0 : text.length;
-      send({
-        choices: [
-          {
-            index,
-            delta: { content: "" },
-            finish_reason: choice.finishReason,
-            ...tokenPart(choice, rest, choice.ids.length),
-          },
-        ],
-      });
-    }
-    if (parsed.stream_options?.include_usage) send({ choices: [], usage });
-    markFinished(parsed, choices[0]);
-    res.end("data: [DONE]\n\n");
+    await streamAnswer(res, answer);
   }
 
   function markFinished(request: CompletionRequest, choice: Choice | undefined): void {

@@ -3,6 +3,7 @@
  * (int32 ids, uint8 mask, float32 logprobs and advantages) — a quarter of the JSON's size and
  * read with one call into numpy or torch (`np.frombuffer(b64decode(s), "<i4")`).
  */
+import { bytesOf } from "./bytes";
 import type { TokenSample } from "./samples";
 
 export const TOKEN_ENCODINGS = ["json", "base64"] as const;
@@ -20,9 +21,6 @@ function base64(bytes: Uint8Array): string {
   }
   return btoa(binary);
 }
-
-const bytesOf = (array: Int32Array | Uint8Array | Float32Array) =>
-  new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 
 /**
  * Float32 values as decimals of nine significant digits, enough to read back as the same

@@ -6,6 +6,7 @@
  *
  * Cost: 4 bytes per stored id and 4 per logprob, plus about 120 bytes of header per turn.
  */
+import { z } from "zod";
 import type { TurnTokens } from "./turn-tokens";
 
 const MAGIC = "ERT1";
@@ -15,22 +16,29 @@ export interface EpisodeTokens {
   turns: TurnTokens[];
 }
 
-interface TurnHeader {
-  turn: number;
-  prompt_length: number;
-  prefix_length: number;
-  tail: number;
-  completion: number;
-  consistent: boolean;
-  model: string | null;
-  temperature: number;
-  top_p: number;
-}
-
-interface Header {
-  group_id: string;
-  episodes: { idx: number; turns: TurnHeader[] }[];
-}
+const count = z.number().int().nonnegative();
+const HeaderSchema = z.object({
+  group_id: z.string(),
+  episodes: z.array(
+    z.object({
+      idx: count,
+      turns: z.array(
+        z.object({
+          turn: count,
+          prompt_length: count,
+          prefix_length: count,
+          tail: count,
+          completion: count,
+          consistent: z.boolean(),
+          model: z.string().nullable(),
+          temperature: z.number(),
+          top_p: z.number(),
+        }),
+      ),
+    }),
+  ),
+});
+type Header = z.infer<typeof HeaderSchema>;
 
 // Typed arrays use the machine's byte order; every Workers machine (x86-64, ARM64) is
 // little-endian, which is what the format promises.
@@ -96,9 +104,21 @@ export function decodeTokenObject(bytes: Uint8Array): {
   // Copy when unaligned, so the typed views below can be made.
   const own = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
   const view = new DataView(own.buffer, own.byteOffset, own.byteLength);
+  if (own.byteLength < 8) throw new TokenObjectError("the token object is shorter than its header");
   const length = view.getUint32(4, true);
-  const header = JSON.parse(new TextDecoder().decode(own.subarray(8, 8 + length))) as Header;
+  if (8 + length > own.byteLength)
+    throw new TokenObjectError("the token object is shorter than its header");
+  let header: Header;
+  try {
+    header = HeaderSchema.parse(JSON.parse(new TextDecoder().decode(own.subarray(8, 8 + length))));
+  } catch (error) {
+    throw new TokenObjectError(
+      `the token object's header is not one: ${String(error).slice(0, 200)}`,
+    );
+  }
   const dataStart = pad4(8 + length);
+  if (own.byteLength < dataStart || (own.byteLength - dataStart) % 4 !== 0)
+    throw new TokenObjectError("the token object's arrays are not whole 4-byte words");
   const words = (own.byteLength - dataStart) / 4;
   const ids = new Int32Array(own.buffer, own.byteOffset + dataStart, words);
   const floats = new Float32Array(own.buffer, own.byteOffset + dataStart, words);

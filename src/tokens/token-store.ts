@@ -1,10 +1,12 @@
 /**
  * A group object's token storage, beside its transcripts (same SQLite, tables of their own):
- * each sampled turn's tokens as the host sent them, the prompt kept only as its tail after
- * what the previous turn left, and each episode's token mode. Written in the same transaction
- * as the turn's action (GroupStore.recordAction's `alongside`), so a restart never finds an
- * action without its tokens.
+ * each sampled turn's tokens as the host sent them, the prompt kept only as its tail after what
+ * the previous turn left, and why an episode is not token-exact when it is not. Written in the
+ * same transaction as the turn's action (GroupStore.recordAction's `alongside`); the in-memory
+ * caches change only once that transaction has committed.
  */
+import { bytesOf } from "./bytes";
+import type { TokenMode } from "./token-mode";
 import type { EpisodeTokens } from "./token-object";
 import { type HostTokens, sequenceAfter, type TurnTokens, toTurnTokens } from "./turn-tokens";
 
@@ -14,14 +16,23 @@ CREATE TABLE IF NOT EXISTS turn_tokens (
   turn INTEGER NOT NULL,
   prompt_length INTEGER NOT NULL,
   prefix_length INTEGER NOT NULL,
+  completion_length INTEGER NOT NULL,
   prompt_tail BLOB NOT NULL,
   completion BLOB NOT NULL,
   logprobs BLOB NOT NULL,
+  spilled INTEGER NOT NULL DEFAULT 0,
   consistent INTEGER NOT NULL,
   model TEXT,
   temperature REAL NOT NULL,
   top_p REAL NOT NULL,
   PRIMARY KEY (idx, turn)
+);
+CREATE TABLE IF NOT EXISTS turn_token_parts (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  part INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (idx, turn, part)
 );
 CREATE TABLE IF NOT EXISTS token_modes (
   idx INTEGER PRIMARY KEY,
@@ -30,19 +41,24 @@ CREATE TABLE IF NOT EXISTS token_modes (
 );`;
 
 /**
- * `exact`: every sampled turn has the host's ids and logprobs. `none`: some turn came without
- * them (the host does not send them, or the group asked for `tokens: "off"`).
+ * A turn's arrays stay in its row up to this many bytes; larger ones (a 256k-token completion,
+ * a huge first prompt) go in parts, since a Durable Object's SQLite row holds at most 2 MB.
  */
-export type TokenMode = "exact" | "none";
+const INLINE_BYTES = 1_500_000;
+const PART_BYTES = 1_000_000;
 
-const blob = (array: Int32Array | Float32Array) =>
-  new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+interface Cached {
+  /** What the last recorded turn left: its prompt, then its completion. */
+  sequence: Int32Array;
+  turns: number;
+}
+
+const EMPTY = new Uint8Array(0);
 
 export class TokenStore {
   private ready = false;
-  /** The sequence each episode's last turn left (prompt + completion), for the next turn. */
-  private readonly sequences = new Map<number, Int32Array>();
-  private modes: Map<number, TokenMode> | null = null;
+  private readonly cache = new Map<number, Cached>();
+  private modes: Map<number, { mode: TokenMode; reason: string | null }> | null = null;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -61,15 +77,25 @@ export class TokenStore {
         : this.sql.exec("SELECT * FROM turn_tokens WHERE idx = ? ORDER BY turn", idx);
     const byEpisode = new Map<number, TurnTokens[]>();
     for (const r of rows) {
+      const tail = Number(r.prompt_length) - Number(r.prefix_length);
+      const completion = Number(r.completion_length);
+      const [promptTail, completionIds, logprobs] =
+        r.spilled === 1
+          ? this.parts(Number(r.idx), Number(r.turn), tail, completion)
+          : [
+              new Int32Array(r.prompt_tail as ArrayBuffer),
+              new Int32Array(r.completion as ArrayBuffer),
+              new Float32Array(r.logprobs as ArrayBuffer),
+            ];
       const turns = byEpisode.get(Number(r.idx)) ?? [];
       byEpisode.set(Number(r.idx), turns);
       turns.push({
         turn: Number(r.turn),
         promptLength: Number(r.prompt_length),
         prefixLength: Number(r.prefix_length),
-        promptTail: new Int32Array((r.prompt_tail as ArrayBuffer).slice(0)),
-        completionIds: new Int32Array((r.completion as ArrayBuffer).slice(0)),
-        logprobs: new Float32Array((r.logprobs as ArrayBuffer).slice(0)),
+        promptTail,
+        completionIds,
+        logprobs,
         consistent: r.consistent === 1,
         model: r.model as string | null,
         temperature: Number(r.temperature),
@@ -79,69 +105,143 @@ export class TokenStore {
     return byEpisode;
   }
 
-  /** What the episode's last recorded turn left; rebuilt from storage after a restart. */
-  private sequence(idx: number): Int32Array {
-    let sequence = this.sequences.get(idx);
-    if (sequence === undefined) {
-      sequence = new Int32Array(0);
-      for (const turn of this.read(idx).get(idx) ?? []) sequence = sequenceAfter(sequence, turn);
-      this.sequences.set(idx, sequence);
+  /** A spilled turn's arrays, put back together from its parts. */
+  private parts(idx: number, turn: number, tail: number, completion: number) {
+    const bytes = new Uint8Array(4 * (tail + 2 * completion));
+    let at = 0;
+    for (const p of this.sql.exec(
+      "SELECT data FROM turn_token_parts WHERE idx = ? AND turn = ? ORDER BY part",
+      idx,
+      turn,
+    )) {
+      const data = new Uint8Array(p.data as ArrayBuffer);
+      bytes.set(data, at);
+      at += data.length;
     }
-    return sequence;
+    const buffer = bytes.buffer;
+    return [
+      new Int32Array(buffer, 0, tail),
+      new Int32Array(buffer, 4 * tail, completion),
+      new Float32Array(buffer, 4 * (tail + completion), completion),
+    ] as const;
   }
 
-  /** Writes a turn's tokens; call it inside the transaction that records the turn's action. */
+  /** What the episode's last recorded turn left; rebuilt from storage after a restart. */
+  private cached(idx: number): Cached {
+    let cached = this.cache.get(idx);
+    if (cached === undefined) {
+      let sequence: Int32Array = new Int32Array(0);
+      const turns = this.read(idx).get(idx) ?? [];
+      for (const turn of turns) sequence = sequenceAfter(sequence, turn);
+      cached = { sequence, turns: turns.length };
+      this.cache.set(idx, cached);
+    }
+    return cached;
+  }
+
+  /**
+   * Writes a turn's tokens inside the transaction that records the turn's action, and returns
+   * what to do once it has committed (move the episode's cached sequence on).
+   */
   record(
     idx: number,
     turn: number,
     host: HostTokens,
     sampling: { temperature: number; topP: number },
-  ): TurnTokens {
-    const previous = this.sequence(idx);
-    const tokens = toTurnTokens(previous, host, turn, sampling);
+  ): () => void {
+    const previous = this.cached(idx);
+    if (turn !== previous.turns) {
+      // Turns are recorded once each, in order: anything else would corrupt every later prefix.
+      throw new Error(`episode ${idx}: turn ${turn} recorded after ${previous.turns} turns`);
+    }
+    const tokens = toTurnTokens(previous.sequence, host, turn, sampling);
+    const arrays = [tokens.promptTail, tokens.completionIds, tokens.logprobs].map(bytesOf);
+    const size = arrays.reduce((n, a) => n + a.length, 0);
+    const spilled = size > INLINE_BYTES;
     this.sql.exec(
-      `INSERT OR REPLACE INTO turn_tokens (idx, turn, prompt_length, prefix_length, prompt_tail,
-         completion, logprobs, consistent, model, temperature, top_p)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO turn_tokens (idx, turn, prompt_length, prefix_length, completion_length,
+         prompt_tail, completion, logprobs, spilled, consistent, model, temperature, top_p)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       idx,
       turn,
       tokens.promptLength,
       tokens.prefixLength,
-      blob(tokens.promptTail),
-      blob(tokens.completionIds),
-      blob(tokens.logprobs),
+      tokens.completionIds.length,
+      spilled ? EMPTY : arrays[0],
+      spilled ? EMPTY : arrays[1],
+      spilled ? EMPTY : arrays[2],
+      spilled ? 1 : 0,
       tokens.consistent ? 1 : 0,
       tokens.model,
       tokens.temperature,
       tokens.topP,
     );
-    this.sequences.set(idx, sequenceAfter(previous, tokens));
-    return tokens;
+    if (spilled) {
+      const all = new Uint8Array(size);
+      let at = 0;
+      for (const a of arrays) {
+        all.set(a, at);
+        at += a.length;
+      }
+      for (let part = 0; part * PART_BYTES < size; part++) {
+        this.sql.exec(
+          "INSERT INTO turn_token_parts (idx, turn, part, data) VALUES (?, ?, ?, ?)",
+          idx,
+          turn,
+          part,
+          all.subarray(part * PART_BYTES, (part + 1) * PART_BYTES),
+        );
+      }
+    }
+    return () =>
+      this.cache.set(idx, {
+        sequence: sequenceAfter(previous.sequence, tokens),
+        turns: turn + 1,
+      });
   }
 
-  /** The episode's turns can no longer make exact samples; says why, once. */
-  markInexact(idx: number, reason: string): void {
-    this.ensure();
-    if (this.mode(idx) === "none") return;
+  /**
+   * The episode can no longer make exact samples; records why, once, inside the turn's
+   * transaction, and returns what to do once it has committed.
+   */
+  markInexact(idx: number, reason: string): () => void {
+    if (this.mode(idx) === "none") return () => {};
     this.sql.exec(
       "INSERT OR REPLACE INTO token_modes (idx, mode, reason) VALUES (?, 'none', ?)",
       idx,
       reason,
     );
-    this.modes?.set(idx, "none");
+    return () => this.modes?.set(idx, { mode: "none", reason });
   }
 
-  mode(idx: number): TokenMode {
+  private modeRow(idx: number) {
     if (this.modes === null) {
       this.ensure();
       this.modes = new Map();
-      for (const r of this.sql.exec("SELECT idx, mode FROM token_modes"))
-        this.modes.set(Number(r.idx), r.mode as TokenMode);
+      for (const r of this.sql.exec("SELECT idx, mode, reason FROM token_modes"))
+        this.modes.set(Number(r.idx), {
+          mode: r.mode as TokenMode,
+          reason: r.reason as string | null,
+        });
     }
-    return this.modes.get(idx) ?? "exact";
+    return this.modes.get(idx) ?? { mode: "exact" as const, reason: null };
   }
 
-  /** Every episode's recorded turns, for the group's token object. */
+  mode(idx: number): TokenMode {
+    return this.modeRow(idx).mode;
+  }
+
+  /** Why the episode is not token-exact; null when it is. */
+  reason(idx: number): string | null {
+    return this.modeRow(idx).reason;
+  }
+
+  /** An episode that ended needs no cached sequence any more. */
+  forget(idx: number): void {
+    this.cache.delete(idx);
+  }
+
+  /** Every episode's recorded turns, for the group's token object (exact episodes only). */
   episodes(groupSize: number): EpisodeTokens[] {
     const byEpisode = this.read();
     return Array.from({ length: groupSize }, (_, idx) => ({

@@ -68,14 +68,6 @@ export function toTurnTokens(
   };
 }
 
-/** The full prompt of a turn, rebuilt from the previous sequence and the stored tail. */
-export function promptOf(previous: Int32Array, turn: TurnTokens): Int32Array {
-  const prompt = new Int32Array(turn.prefixLength + turn.promptTail.length);
-  prompt.set(previous.subarray(0, turn.prefixLength));
-  prompt.set(turn.promptTail, turn.prefixLength);
-  return prompt;
-}
-
 /** The sequence a turn leaves for the next one: its prompt followed by its completion. */
 export function sequenceAfter(previous: Int32Array, turn: TurnTokens): Int32Array {
   const sequence = new Int32Array(
@@ -90,11 +82,6 @@ export function sequenceAfter(previous: Int32Array, turn: TurnTokens): Int32Arra
 /** Prefix breaks of an episode's turns: turns whose prompt did not extend the last sequence. */
 export function prefixBreaks(turns: readonly TurnTokens[]): number {
   return turns.filter((t) => !t.consistent).length;
-}
-
-/** The tokens a turn adds to storage: its prompt tail and its completion. */
-export function storedTokenCount(turn: TurnTokens): number {
-  return turn.promptTail.length + turn.completionIds.length;
 }
 
 /** The sum of a turn's completion logprobs: the log-probability of the whole action. */

@@ -10,9 +10,13 @@ import type { EpisodeRecord, GroupRecord, MessageRecord } from "../db/queries";
 import { episodes, groups, messages } from "../db/schema";
 import { type ChatMessage, errorMessage, transcriptSftRow } from "../sdk";
 import type { TokenEncoding } from "../tokens/sample-encoding";
-import type { TurnTokens } from "../tokens/turn-tokens";
 import type { INCLUDE } from "./lease-request";
-import { episodeTokens, type GroupTurns, readTokenObjects } from "./token-samples";
+import {
+  episodeTokens,
+  type GroupTokens,
+  type GroupTurns,
+  readTokenObjects,
+} from "./token-samples";
 
 type Include = (typeof INCLUDE)[number];
 
@@ -79,7 +83,7 @@ export function episodeForTrainer(
   episode: EpisodeRecord,
   transcript: readonly TrainerMessage[],
   include: readonly Include[],
-  tokens: { turns: readonly TurnTokens[] | undefined; encoding: TokenEncoding } | null = null,
+  tokens: { group: GroupTokens | undefined; encoding: TokenEncoding } | null = null,
 ) {
   const perTurn = include.includes("per_turn");
   return {
@@ -117,7 +121,7 @@ export function episodeForTrainer(
         }
       : {}),
     ...(include.includes("sft") ? sftRow(episode, transcript) : {}),
-    ...(tokens ? episodeTokens(episode, tokens.turns, tokens.encoding) : {}),
+    ...(tokens ? episodeTokens(episode, tokens.group, tokens.encoding) : {}),
   };
 }
 
@@ -146,7 +150,7 @@ export function groupForTrainer(
         e,
         transcripts.get(e.id) ?? [],
         include,
-        tokens && { turns: tokens.turns.get(group.id)?.get(e.idx), encoding: tokens.encoding },
+        tokens && { group: tokens.turns.get(group.id), encoding: tokens.encoding },
       ),
     ),
   };

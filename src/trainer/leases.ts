@@ -137,6 +137,26 @@ export function ackBatch(db: D1Database, batchId: string, principal: string): Pr
   return settle(db, batchId, "acked", principal);
 }
 
+/**
+ * Undoes a claim whose batch could not be read (a storage fault before the trainer saw it):
+ * the groups are available again and the delivery is not counted, so a fault of edgeroll's
+ * never parks a group as poison.
+ */
+export async function unclaim(db: D1Database, batchId: string): Promise<void> {
+  await db.batch([
+    db
+      .prepare(`UPDATE groups SET delivery_state = 'available', lease_id = NULL, lease_expires_at = NULL,
+          deliveries = MAX(deliveries - 1, 0)
+        WHERE lease_id = ?1 AND delivery_state = 'leased'`)
+      .bind(batchId),
+    db
+      .prepare(
+        "UPDATE batches SET state = 'released', settled_at = ?2 WHERE id = ?1 AND state = 'leased'",
+      )
+      .bind(batchId, new Date().toISOString()),
+  ]);
+}
+
 /** Hands the batch's groups back at once. */
 export function releaseBatch(
   db: D1Database,

@@ -28,6 +28,7 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     latency_ms: episode.latencyMs,
     redispatches: episode.redispatches,
     token_mode: episode.tokenMode,
+    token_mode_reason: episode.tokenModeReason,
     prefix_breaks: episode.prefixBreaks,
     sample_count: episode.sampleCount,
     response_text: episode.responseText,

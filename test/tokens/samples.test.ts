@@ -5,7 +5,6 @@ import { decodeTokenObject, encodeTokenObject } from "../../src/tokens/token-obj
 import {
   type HostTokens,
   prefixBreaks,
-  promptOf,
   sequenceAfter,
   type TurnTokens,
   toTurnTokens,
@@ -35,7 +34,9 @@ describe("turn tokens", () => {
     const [t0, t1] = record([host([1, 2, 3], [10, 11]), host([1, 2, 3, 10, 11, 20, 21], [30])]);
     expect(t0?.promptTail).toEqual(ids(1, 2, 3));
     expect(t1).toMatchObject({ prefixLength: 5, promptTail: ids(20, 21), consistent: true });
-    expect(promptOf(ids(1, 2, 3, 10, 11), t1 as TurnTokens)).toEqual(ids(1, 2, 3, 10, 11, 20, 21));
+    // The prompt comes back whole from the previous sequence and the tail.
+    const after = sequenceAfter(ids(1, 2, 3, 10, 11), t1 as TurnTokens);
+    expect(after).toEqual(ids(1, 2, 3, 10, 11, 20, 21, 30));
   });
 
   it("mark a turn whose prompt does not extend the previous sequence as a break", () => {

@@ -48,6 +48,23 @@ const d1 = (query: string, ...params: unknown[]) =>
 
 const float32 = (values: readonly number[]) => values.map((v) => Math.fround(v));
 
+/** The first tool-agent example of the dataset. */
+const TOOL_EXAMPLE = {
+  id: "ta-001",
+  input:
+    "Hello, Ana Ruiz here (ana.ruiz@example.com, ZIP 94107). My wireless headphones arrived broken. I'd like a refund, please.",
+  metadata: {
+    customer: { name: "Ana Ruiz", email: "ana.ruiz@example.com", zip: "94107" },
+    orders: [
+      { id: "A1010", item: "running shoes", status: "shipped", total: 21.39 },
+      { id: "A1011", item: "yoga mat", status: "processing", total: 100.64 },
+      { id: "A1012", item: "wireless headphones", status: "delivered", total: 71.53 },
+    ],
+    goal: { tool: "refund_order", order_id: "A1012" },
+    max_calls: 6,
+  },
+};
+
 /** The host's answers for every sampled turn of every episode of a group. */
 async function answersOf(group: Json, model: string, sampling: object): Promise<HostAnswer[][]> {
   const parsed = SamplingSchema.parse({ model, ...sampling });
@@ -239,11 +256,12 @@ describe("token-exact episodes", () => {
       run_id: "tok-evict",
       sampling: { model, ...sampling },
     });
+    // Wait until every unfinished episode is parked: the eviction then lands mid-episode.
     for (;;) {
       const live = await (await api(`/v1/groups/${id}`)).json<Json>();
+      expect(live.status).toBe("running");
       const open = live.episodes.filter((e: Json) => e.state === "generating");
       if (open.length > 0 && open.every((e: Json) => e.retry_at !== null)) break;
-      if (live.status === "landed") break;
       await new Promise((r) => setTimeout(r, 50));
     }
     await evictDurableObject(groupStub(id));
@@ -258,6 +276,7 @@ describe("token-exact episodes", () => {
   it("write one token object however often the landing is retried", async () => {
     await env.DB.exec("ALTER TABLE messages RENAME TO messages_away");
     let id: string;
+    let firstBytes = new Uint8Array(0);
     try {
       id = await startGroup({
         env: "guess-number",
@@ -266,13 +285,14 @@ describe("token-exact episodes", () => {
         run_id: "tok-twice",
         sampling: { model: "sim", temperature: 1, seed: 8 },
       });
-      // Each failed landing has already put the token object: wait for two attempts.
+      // Each failed landing has already put the token object.
       for (;;) {
         const group = await (await api(`/v1/groups/${id}`)).json<Json>();
         if ((group.last_error ?? "").startsWith("D1:")) break;
         await new Promise((r) => setTimeout(r, 50));
       }
-      expect(await env.TOKENS.head(tokenObjectKey(id))).not.toBeNull();
+      const early = await env.TOKENS.get(tokenObjectKey(id));
+      firstBytes = new Uint8Array(await (early as R2ObjectBody).arrayBuffer());
     } finally {
       await env.DB.exec("ALTER TABLE messages_away RENAME TO messages");
     }
@@ -281,9 +301,102 @@ describe("token-exact episodes", () => {
     const listed = await env.TOKENS.list({ prefix: tokenObjectKey(id) });
     expect(listed.objects.map((o) => o.key)).toEqual([tokenObjectKey(id)]);
     const object = await env.TOKENS.get(tokenObjectKey(id));
-    const decoded = decodeTokenObject(new Uint8Array(await (object as R2ObjectBody).arrayBuffer()));
+    const bytes = new Uint8Array(await (object as R2ObjectBody).arrayBuffer());
+    // The retried landings wrote the same bytes the first attempt did.
+    expect(bytes).toEqual(firstBytes);
+    const decoded = decodeTokenObject(bytes);
     expect(decoded.episodes.map((e) => e.turns.length)).toEqual(
       group.episodes.map((e: Json) => e.turns),
     );
+  });
+
+  it("with tokens: off, store none and say so", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tok-off", 20),
+      group_size: 2,
+      run_id: "tok-off",
+      tokens: "off",
+      sampling: { model: "sim", temperature: 1, seed: 12 },
+    });
+    await waitForGroup(id);
+    const [leased] = (await lease("tok-off")).groups;
+    for (const episode of leased.episodes) {
+      expect(episode).toMatchObject({ token_mode: "none", samples: [] });
+      expect(episode.token_mode_reason).toMatch(/tokens: "off"/);
+    }
+    expect(await env.TOKENS.head(tokenObjectKey(id))).toBeNull();
+  });
+
+  it("give failed episodes no samples, and keep cut and tool-calling turns exact", async () => {
+    // chaos: the step of half the episodes throws at turn 1, after a recorded turn 0.
+    const failing = await startGroup({
+      env: "chaos",
+      example: {
+        ...guessExample("tok-failed", 50),
+        metadata: { secret: 50, chaos: { fault: "throw", share: 0.5, turn: 1 } },
+      },
+      group_size: 6,
+      run_id: "tok-failed",
+      sampling: { model: "sim", temperature: 1, seed: 31 },
+    });
+    const group = await waitForGroup(failing);
+    const [leased] = (await lease("tok-failed")).groups;
+    const failed = leased.episodes.filter((e: Json) => e.status === "failed");
+    expect(failed.length).toBeGreaterThan(0);
+    for (const e of failed) expect(e).toMatchObject({ token_mode: "exact", samples: [] });
+    for (const e of leased.episodes.filter((x: Json) => x.status !== "failed"))
+      expect(e.samples.length).toBeGreaterThan(0);
+    expect(group.episodes.length).toBe(6);
+
+    // Cut at the token budget: the completion has no end-of-turn token, and is still exact.
+    const model = "sim+record";
+    const cut = await startGroup({
+      env: "guess-number",
+      example: guessExample("tok-cut", 50),
+      group_size: 1,
+      run_id: "tok-cut",
+      sampling: { model, temperature: 0, seed: 5, max_completion_tokens: 3 },
+    });
+    const cutGroup = await waitForGroup(cut);
+    const [cutLeased] = (await lease("tok-cut")).groups;
+    const [answers] = await answersOf(cutGroup, model, {
+      temperature: 0,
+      seed: 5,
+      max_completion_tokens: 3,
+    });
+    expectExact(cutLeased.episodes[0], answers as HostAnswer[]);
+    expect((answers as HostAnswer[])[0]?.token_ids).toHaveLength(3);
+
+    // Native tool calls: the raw completion tokens are the training truth, calls or not.
+    const native = "sim+native+record";
+    const tools = await startGroup({
+      env: "tool-agent",
+      example: { ...TOOL_EXAMPLE, id: "tok-native" },
+      group_size: 1,
+      run_id: "tok-native",
+      sampling: { model: native, temperature: 0, seed: 6 },
+    });
+    const toolGroup = await waitForGroup(tools);
+    const [toolLeased] = (await lease("tok-native")).groups;
+    const [toolAnswers] = await answersOf(toolGroup, native, { temperature: 0, seed: 6 });
+    expectExact(toolLeased.episodes[0], toolAnswers as HostAnswer[]);
+  });
+
+  it("say so when a group's token object is gone, rather than serve it as tokenless", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tok-gone", 33),
+      group_size: 2,
+      run_id: "tok-gone",
+      sampling: { model: "sim", temperature: 1, seed: 17 },
+    });
+    await waitForGroup(id);
+    await env.TOKENS.delete(tokenObjectKey(id));
+    const [leased] = (await lease("tok-gone")).groups;
+    for (const episode of leased.episodes) {
+      expect(episode).toMatchObject({ token_mode: "missing", samples: [] });
+      expect(episode.token_mode_reason).toMatch(/is not in the TOKENS bucket/);
+    }
   });
 });

@@ -1,0 +1,1 @@
+ALTER TABLE `episodes` ADD `token_mode_reason` text;

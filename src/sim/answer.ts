@@ -1,0 +1,178 @@
+/**
+ * How the simulator sends an answer: one JSON body, or server-sent events in vLLM's shape — the
+ * prompt's token ids in the first chunk, two tokens of text a chunk with their ids and logprobs,
+ * the end-of-turn token in the last — with the stream faults (`cut`, `stall`) applied.
+ */
+import type { ServerResponse } from "node:http";
+import { detokenize, IM_END } from "./chat-template";
+import { logprobsField } from "./token-answer";
+
+export interface NativeCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface Choice {
+  /** The visible content (tool calls taken out when they go as native `tool_calls`). */
+  text: string;
+  finishReason: "stop" | "length" | "tool_calls";
+  toolCalls: NativeCall[];
+  /** What the model produced, in tokens: the training truth, whatever is parsed out of it. */
+  ids: number[];
+  logprobs: number[];
+}
+
+/** Which token fields the request asked for, and where this host puts the prompt's ids. */
+export interface TokenFieldsAsked {
+  ids: boolean;
+  logprobs: boolean;
+  promptOnChoice: boolean;
+}
+
+export interface Answer {
+  id: string;
+  created: number;
+  model: string;
+  choices: Choice[];
+  prompt: number[];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  fields: TokenFieldsAsked;
+  fault: string | null;
+  perTokenMs: number;
+  includeUsage: boolean;
+  /** Called once the answer is complete (the overhead measurement's clock). */
+  onFinished: () => void;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const tokenText = (id: number) => detokenize([id]);
+
+export function answerBody(a: Answer) {
+  return {
+    id: a.id,
+    object: "chat.completion",
+    created: a.created,
+    model: a.model,
+    choices: a.choices.map((c, index) => ({
+      index,
+      message: {
+        role: "assistant",
+        content: c.toolCalls.length > 0 && c.text === "" ? null : c.text,
+        ...(c.toolCalls.length > 0
+          ? {
+              tool_calls: c.toolCalls.map((t) => ({
+                id: t.id,
+                type: "function",
+                function: { name: t.name, arguments: t.arguments },
+              })),
+            }
+          : {}),
+      },
+      logprobs: a.fields.logprobs ? logprobsField(c.ids, c.logprobs, tokenText) : null,
+      finish_reason: c.finishReason,
+      ...(a.fields.ids
+        ? { token_ids: c.ids, ...(a.fields.promptOnChoice ? { prompt_token_ids: a.prompt } : {}) }
+        : {}),
+    })),
+    usage: a.usage,
+    ...(a.fields.ids && !a.fields.promptOnChoice ? { prompt_token_ids: a.prompt } : {}),
+  };
+}
+
+export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void> {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const send = (chunk: object) =>
+    res.write(
+      `data: ${JSON.stringify({ id: a.id, object: "chat.completion.chunk", created: a.created, model: a.model, ...chunk })}\n\n`,
+    );
+  /** A chunk's share of the completion's tokens: its ids and their logprobs, as asked. */
+  const tokenPart = (c: Choice, from: number, to: number) => ({
+    ...(a.fields.logprobs
+      ? { logprobs: logprobsField(c.ids.slice(from, to), c.logprobs.slice(from, to), tokenText) }
+      : {}),
+    ...(a.fields.ids ? { token_ids: c.ids.slice(from, to) } : {}),
+  });
+  for (const [index, choice] of a.choices.entries()) {
+    // The prompt's ids come once, in the first chunk, at the top level (vLLM).
+    send({
+      choices: [
+        { index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null },
+      ],
+      ...(a.fields.ids && index === 0 ? { prompt_token_ids: a.prompt } : {}),
+    });
+    // Text as it is generated, two tokens a chunk; the end-of-turn token comes in the last.
+    const text = choice.ids.at(-1) === IM_END ? choice.ids.slice(0, -1) : choice.ids;
+    const native = choice.toolCalls.length > 0;
+    const pieces: [number, number][] = [];
+    for (let at = 0; at < text.length; at += 2) pieces.push([at, Math.min(at + 2, text.length)]);
+    if (native) {
+      // A tool-call parser holds the text back; the tokens still come, all at the end.
+      for (const piece of choice.text.match(/\S+\s*|\s+/g) ?? [])
+        send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
+    } else {
+      for (const [i, [from, to]] of pieces.entries()) {
+        if (a.fault === "cut" && i >= pieces.length / 2) {
+          res.destroy();
+          return;
+        }
+        if (a.fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
+        await sleep(a.perTokenMs * (to - from));
+        if (res.destroyed) return;
+        const content = detokenize(choice.ids.slice(from, to));
+        send({
+          choices: [
+            { index, delta: { content }, finish_reason: null, ...tokenPart(choice, from, to) },
+          ],
+        });
+      }
+    }
+    for (const [i, call] of choice.toolCalls.entries()) {
+      // The id and name first, the arguments in two pieces: clients must stitch them together.
+      const half = Math.ceil(call.arguments.length / 2);
+      send({
+        choices: [
+          {
+            index,
+            delta: {
+              tool_calls: [
+                {
+                  index: i,
+                  id: call.id,
+                  type: "function",
+                  function: { name: call.name, arguments: "" },
+                },
+              ],
+            },
+            finish_reason: null,
+          },
+        ],
+      });
+      for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)]) {
+        send({
+          choices: [
+            {
+              index,
+              delta: { tool_calls: [{ index: i, function: { arguments: piece } }] },
+              finish_reason: null,
+            },
+          ],
+        });
+      }
+    }
+    const rest = native ? 0 : text.length;
+    send({
+      choices: [
+        {
+          index,
+          delta: { content: "" },
+          finish_reason: choice.finishReason,
+          ...tokenPart(choice, rest, choice.ids.length),
+        },
+      ],
+    });
+  }
+  if (a.includeUsage) send({ choices: [], usage: a.usage });
+  a.onFinished();
+  res.end("data: [DONE]\n\n");
+}
