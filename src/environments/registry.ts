@@ -5,6 +5,7 @@
 import { type EnvironmentMultiTurn, UnknownEnvironmentError } from "../sdk";
 import { ExactAnswer } from "./exact-answer";
 import { GuessNumber } from "./guess-number";
+import { MentalMath } from "./mental-math";
 import { ToolAgent } from "./tool-agent";
 
 // edgeroll:env-imports
@@ -13,6 +14,7 @@ import { ToolAgent } from "./tool-agent";
 const BUILT_IN: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
   "exact-answer": () => new ExactAnswer(),
   "guess-number": () => new GuessNumber(),
+  "mental-math": () => new MentalMath(),
   "tool-agent": () => new ToolAgent(),
   // edgeroll:env-entries
 };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import exactAnswer from "../../datasets/exact-answer.jsonl?raw";
 import guessNumber from "../../datasets/guess-number.jsonl?raw";
+import mentalMath from "../../datasets/mental-math.jsonl?raw";
 import toolAgent from "../../datasets/tool-agent.jsonl?raw";
 import { environmentNames, loadEnvironment } from "../../src/environments/registry";
 import { checkEnvironment, parseDatasetJsonl } from "../../src/sdk";
@@ -8,6 +9,7 @@ import { checkEnvironment, parseDatasetJsonl } from "../../src/sdk";
 const datasets: Record<string, string> = {
   "exact-answer": exactAnswer,
   "guess-number": guessNumber,
+  "mental-math": mentalMath,
   "tool-agent": toolAgent,
 };
 
