@@ -1,0 +1,221 @@
+"""GRPO on a tiny policy, with edgeroll as the only source of data.
+
+    python3 examples/train/train.py init --checkpoint DIR
+    python3 examples/train/train.py train --checkpoint DIR --policy URL --sft sft.jsonl ...
+
+`init` builds the tokenizer's model and writes its first weights (policy v0). `train` warms the
+policy up on SFT rows (edgeroll's own export of episodes the simulator played), then, step after
+step: starts rollout groups on edgeroll against the policy server, leases them with token-exact
+samples, checks the logprobs it recomputes against the ones the host sampled with (the
+mismatch: ~0 when every token is the host's own), takes a clipped policy-gradient step with the
+importance ratio against those logprobs, pushes the new weights to the server, and acks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import torch
+
+import tiny_policy as tp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from edgeroll_client import EdgerollClient, decode_sample  # noqa: E402
+
+ENV = "mental-math"
+
+
+def post(url: str, body: dict) -> dict:
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.loads(response.read())
+
+
+# --- supervised warm-up -----------------------------------------------------------------------
+
+def sft_examples(path: Path) -> list[tuple[list[int], list[int]]]:
+    """Each SFT row as (ids, mask): the prompt rendered as context, then the target messages,
+    the assistant ones supervised up to and including their `<|im_end|>`."""
+    examples = []
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        ids = tp.encode(tp.render(row["prompt_messages"], add_generation_prompt=False))
+        mask = [0] * len(ids)
+        for message in row["target_messages"]:
+            head = tp.encode(f"{tp.IM_START}{message['role']}\n")
+            body = tp.encode(f"{message['content']}{tp.IM_END}")
+            ids += head + body + tp.encode("\n")
+            trained = 1 if message["role"] == "assistant" else 0
+            mask += [0] * len(head) + [trained] * len(body) + [0]
+        examples.append((ids[: tp.CONTEXT], mask[: tp.CONTEXT]))
+    return examples
+
+
+def warm_up(model, examples, steps: int, lr: float, rng: random.Random) -> float:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
+    model.train()
+    loss = torch.tensor(0.0)
+    for step in range(steps):
+        batch = rng.sample(examples, min(16, len(examples)))
+        sequences = [ids for ids, _ in batch]
+        lp = tp.token_logprobs(model, sequences)
+        m = tp.padded([mask for _, mask in batch], lp.shape[1])
+        loss = -(lp * m).sum() / m.sum().clamp(min=1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        if step % 100 == 0 or step == steps - 1:
+            print(f"warm-up {step}/{steps}: loss {loss.item():.3f}", flush=True)
+    return float(loss.detach())
+
+
+# --- reinforcement learning -------------------------------------------------------------------
+
+def mismatch(model, samples: list[dict]) -> dict:
+    """How far the logprobs recomputed now sit from the host's, over the sampled tokens: the
+    mean absolute difference and the k3 estimate of KL(host || trainer)."""
+    if not samples:
+        return {"mean_abs": float("nan"), "kl": float("nan"), "tokens": 0}
+    model.eval()
+    with torch.no_grad():
+        new = tp.token_logprobs(model, [s["token_ids"] for s in samples])
+    old = tp.padded([s["logprobs"] for s in samples], new.shape[1])
+    m = tp.padded([s["mask"] for s in samples], new.shape[1]).bool()
+    d = (new - old)[m]
+    k = torch.exp(d) - 1 - d
+    return {"mean_abs": float(d.abs().mean()), "kl": float(k.mean()), "tokens": int(d.numel())}
+
+
+def grpo_step(model, optimizer, samples: list[dict], clip: float = 0.2) -> float:
+    """One clipped policy-gradient step (PPO-style) over every sampled token of the batch."""
+    model.train()
+    optimizer.zero_grad()
+    new = tp.token_logprobs(model, [s["token_ids"] for s in samples])
+    width = new.shape[1]
+    m = tp.padded([s["mask"] for s in samples], width)
+    old = tp.padded([s["logprobs"] for s in samples], width)
+    advantage = tp.padded([s["advantages"] for s in samples], width)
+    ratio = torch.exp((new - old) * m)
+    surrogate = torch.minimum(ratio * advantage, torch.clamp(ratio, 1 - clip, 1 + clip) * advantage)
+    loss = -(surrogate * m).sum() / m.sum().clamp(min=1)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return float(loss.detach())
+
+
+def examples_from(dataset: Path) -> list[dict]:
+    return [json.loads(line) for line in dataset.read_text().splitlines() if line.strip()]
+
+
+def wait_landed(client: EdgerollClient, group_ids: list[str], timeout: float = 600) -> None:
+    for group_id in group_ids:
+        client.wait_for_group(group_id, timeout=timeout)
+
+
+def train(args) -> int:
+    rng = random.Random(args.seed)
+    torch.manual_seed(args.seed)
+    # Two threads: the trainer computes while the policy server and the Worker wait on it.
+    torch.set_num_threads(2)
+    model = tp.load_initial(args.checkpoint)
+    started = time.monotonic()
+    results: dict = {"reward_by_step": [], "success_by_step": [], "mismatch_by_step": [],
+                     "kl_by_step": [], "tokens_by_step": [], "seconds_by_step": []}
+
+    sft = sft_examples(args.sft)
+    print(f"warm-up on {len(sft)} SFT rows from edgeroll's export", flush=True)
+    results["warm_up_loss"] = warm_up(model, sft, args.sft_steps, args.sft_lr, rng)
+    path = tp.save(model, args.checkpoint, 0)
+    post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": 0})
+
+    client = EdgerollClient(args.url)
+    examples = examples_from(args.dataset)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    for step in range(args.steps):
+        t0 = time.monotonic()
+        group_ids = []
+        for g in range(args.groups):
+            example = examples[(step * args.groups + g) % len(examples)]
+            started_group = client.start_group({
+                "env": ENV, "example": example, "group_size": args.group_size,
+                "run_id": args.run, "policy_version": step, "tokens": "required",
+                "credit_assignment": "per_turn", "advantage": "mean_std",
+                "sampling": {"model": "policy", "temperature": 1.0, "top_p": 1.0,
+                             "max_completion_tokens": 48, "seed": args.seed * 100_000 + step * 100 + g},
+                "max_context_tokens": tp.CONTEXT,
+            }, idempotency_key=f"{args.run}:{step}:{g}")
+            group_ids.append(started_group["group_id"])
+        wait_landed(client, group_ids)
+        with client.leased(max_groups=args.groups, run_id=args.run, include=["tokens"],
+                           token_encoding="base64", current_policy_version=step,
+                           max_policy_lag=0, skip_uniform_groups=False) as batch:
+            episodes = [e for g in batch.groups for e in g["episodes"]]
+            samples = [decode_sample(s) for e in episodes for s in e["samples"]]
+            rewards = [e["reward"] for e in episodes if e["reward"] is not None]
+            inexact = [e for e in episodes if e["token_mode"] != "exact"]
+            if inexact:
+                raise SystemExit(f"step {step}: {len(inexact)} episodes without exact tokens: "
+                                 f"{inexact[0].get('token_mode_reason')}")
+            check = mismatch(model, samples)  # before this batch's update: same weights as the host
+            loss = grpo_step(model, optimizer, samples)
+        path = tp.save(model, args.checkpoint, step + 1)
+        post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": step + 1})
+        mean = sum(rewards) / max(len(rewards), 1)
+        success = sum(1 for e in episodes if e["success"]) / max(len(episodes), 1)
+        results["reward_by_step"].append(mean)
+        results["success_by_step"].append(success)
+        results["mismatch_by_step"].append(check["mean_abs"])
+        results["kl_by_step"].append(check["kl"])
+        results["tokens_by_step"].append(check["tokens"])
+        results["seconds_by_step"].append(time.monotonic() - t0)
+        print(f"step {step}: reward {mean:.3f} success {success:.2f} | mismatch {check['mean_abs']:.2e} "
+              f"kl {check['kl']:.2e} over {check['tokens']} tokens | loss {loss:+.4f} | "
+              f"{time.monotonic() - t0:.1f} s", flush=True)
+    results["seconds"] = time.monotonic() - started
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def init(args) -> int:
+    model = tp.build_model(args.seed)
+    tp.save(model, args.checkpoint, 0)
+    print(f"initialised {sum(p.numel() for p in model.parameters()):,} parameters in {args.checkpoint}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_init = sub.add_parser("init")
+    p_init.add_argument("--checkpoint", type=Path, required=True)
+    p_init.add_argument("--seed", type=int, default=1)
+    p_train = sub.add_parser("train")
+    p_train.add_argument("--checkpoint", type=Path, required=True)
+    p_train.add_argument("--url", default=None, help="edgeroll (default: EDGEROLL_URL, else :8787)")
+    p_train.add_argument("--policy-admin", required=True, help="the policy server, for /update_weights")
+    p_train.add_argument("--sft", type=Path, required=True)
+    p_train.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[2] / "datasets" / f"{ENV}.jsonl")
+    p_train.add_argument("--run", default="train-example")
+    p_train.add_argument("--steps", type=int, default=24)
+    p_train.add_argument("--groups", type=int, default=8)
+    p_train.add_argument("--group-size", type=int, default=8)
+    p_train.add_argument("--sft-steps", type=int, default=500)
+    p_train.add_argument("--sft-lr", type=float, default=3e-3)
+    p_train.add_argument("--lr", type=float, default=3e-4)
+    p_train.add_argument("--seed", type=int, default=1)
+    p_train.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    return init(args) if args.command == "init" else train(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
