@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,54 +31,65 @@ MODEL_NAME = "policy"
 
 
 class Policy:
-    """The model, one generation at a time (a lock: a CPU has no room for batching here)."""
+    """The model behind a micro-batching scheduler: requests that arrive while a batch runs wait
+    for the next one, and each batch decodes all of its requests together (one forward pass a
+    token for the whole batch, as a real host batches), each with its own sampling settings."""
 
-    def __init__(self, checkpoint: Path) -> None:
+    def __init__(self, checkpoint: Path, max_batch: int) -> None:
         self.model = tp.load_initial(checkpoint).eval()
         self.version = 0
-        self.lock = threading.Lock()
+        self.max_batch = max_batch
+        self.pending: list[tuple[list[int], dict, queue.SimpleQueue]] = []
+        self.arrived = threading.Condition()
+        self.weights = threading.Lock()  # held by a batch, so new weights land between batches
+        threading.Thread(target=self.schedule, daemon=True).start()
 
     def update(self, path: str, version: int) -> None:
         state = torch.load(path, weights_only=True)
-        with self.lock:
+        with self.weights:
             self.model.load_state_dict(state)
             self.version = version
 
-    @torch.no_grad()
     def generate(self, prompt: list[int], request: dict):
         """Yields (token id, logprob) as each token is sampled."""
-        temperature = float(request.get("temperature", 1.0))
-        top_p = float(request.get("top_p", 1.0))
-        budget = int(request.get("max_completion_tokens") or request.get("max_tokens") or 64)
         stops = request.get("stop") or []
-        stops = [stops] if isinstance(stops, str) else stops
-        generator = torch.Generator().manual_seed(int(request["seed"])) if "seed" in request else None
-        with self.lock:
-            out = self.model(torch.tensor([prompt]), use_cache=True)
-            past, logits = out.past_key_values, out.logits[0, -1]
-            text = ""
-            for _ in range(budget):
-                logprobs = torch.log_softmax(logits.float(), dim=-1)
-                token = sample(logprobs, temperature, top_p, generator)
-                yield token, float(logprobs[token])
-                if token == tp.IM_END_ID:
-                    return
-                text += tp.VOCAB[token]
-                if any(text.endswith(s) for s in stops):
-                    return
-                out = self.model(torch.tensor([[token]]), past_key_values=past, use_cache=True)
-                past, logits = out.past_key_values, out.logits[0, -1]
+        settings = {
+            "temperature": float(request.get("temperature", 1.0)),
+            "top_p": float(request.get("top_p", 1.0)),
+            "budget": budget_of(request),
+            "stops": [stops] if isinstance(stops, str) else stops,
+            "generator": torch.Generator().manual_seed(int(request["seed"])) if "seed" in request else None,
+        }
+        out: queue.SimpleQueue = queue.SimpleQueue()
+        with self.arrived:
+            self.pending.append((prompt, settings, out))
+            self.arrived.notify()
+        while (item := out.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def schedule(self) -> None:
+        while True:
+            with self.arrived:
+                while not self.pending:
+                    self.arrived.wait()
+                batch, self.pending = self.pending[: self.max_batch], self.pending[self.max_batch:]
+            try:
+                with self.weights:
+                    steps = tp.generate_batch(self.model, [p for p, _, _ in batch], [s for _, s, _ in batch])
+                    for emitted in steps:
+                        for row, token, logprob in emitted:
+                            batch[row][2].put((token, logprob))
+                for _, _, out in batch:
+                    out.put(None)
+            except Exception as error:  # a failed batch fails its requests, not the server
+                for _, _, out in batch:
+                    out.put(error)
 
 
-def sample(logprobs: torch.Tensor, temperature: float, top_p: float, generator) -> int:
-    if temperature == 0:
-        return int(torch.argmax(logprobs))
-    probs = torch.softmax(logprobs / temperature, dim=-1)
-    if top_p < 1.0:
-        sorted_probs, order = torch.sort(probs, descending=True)
-        keep = torch.cumsum(sorted_probs, dim=0) - sorted_probs < top_p
-        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
-    return int(torch.multinomial(probs, 1, generator=generator))
+def budget_of(request: dict) -> int:
+    return int(request.get("max_completion_tokens") or request.get("max_tokens") or 64)
 
 
 def logprob_entry(token: int, logprob: float) -> dict:
@@ -121,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def chat(self, request: dict) -> None:
         prompt = tp.encode(tp.render(request["messages"]))
-        budget = int(request.get("max_completion_tokens") or request.get("max_tokens") or 64)
+        budget = budget_of(request)
         if len(prompt) + budget > tp.CONTEXT:
             self.reply(400, {"error": {"message": f"This model's maximum context length is {tp.CONTEXT} tokens. However, you requested {len(prompt) + budget} tokens.", "type": "BadRequestError"}})
             return
@@ -187,9 +199,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument("--max-batch", type=int, default=64)
     args = parser.parse_args()
     torch.set_num_threads(1)  # one core for the model; the other for the Worker
-    Handler.policy = Policy(args.checkpoint)
+    Handler.policy = Policy(args.checkpoint, args.max_batch)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     print(f"policy server on http://127.0.0.1:{args.port}/v1", flush=True)
     server.serve_forever()

@@ -40,8 +40,26 @@ const option = (name: string, fallback: number) => {
 const quick = flag("quick");
 const seed = option("seed", 1);
 const plan = quick
-  ? { steps: 2, groups: 4, groupSize: 4, sftSteps: 40, sftGroupSize: 2 }
-  : { steps: option("steps", 24), groups: 8, groupSize: 8, sftSteps: 500, sftGroupSize: 4 };
+  ? {
+      steps: 2,
+      groups: 4,
+      groupSize: 4,
+      sftSteps: 40,
+      sftGroupSize: 2,
+      epochs: 1,
+      minibatches: 1,
+      lr: 1e-4,
+    }
+  : {
+      steps: option("steps", 24),
+      groups: 16,
+      groupSize: 8,
+      sftSteps: 500,
+      sftGroupSize: 4,
+      epochs: 3,
+      minibatches: 2,
+      lr: 1e-4,
+    };
 
 const started = Date.now();
 const say = (line: string) =>
@@ -185,7 +203,9 @@ try {
   const args = [join(HERE, "train.py"), "train", "--checkpoint", checkpoint, "--url", stack.apiUrl]
     .concat(["--policy-admin", policy.url, "--sft", sft, "--out", results, "--seed", String(seed)])
     .concat(["--steps", String(plan.steps), "--groups", String(plan.groups)])
-    .concat(["--group-size", String(plan.groupSize), "--sft-steps", String(plan.sftSteps)]);
+    .concat(["--group-size", String(plan.groupSize), "--sft-steps", String(plan.sftSteps)])
+    .concat(["--epochs", String(plan.epochs), "--minibatches", String(plan.minibatches)])
+    .concat(["--lr", String(plan.lr), "--mismatch-bound", String(MISMATCH_BOUND)]);
   trainer = spawn(PYTHON, args, {
     cwd: HERE,
     env: { ...process.env, EDGEROLL_TOKEN: stack.tokens.admin, PYTHONUNBUFFERED: "1" },

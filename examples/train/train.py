@@ -7,7 +7,7 @@
 policy up on SFT rows (edgeroll's own export of episodes the simulator played), then, step after
 step: starts rollout groups on edgeroll against the policy server, leases them with token-exact
 samples, checks the logprobs it recomputes against the ones the host sampled with (the
-mismatch: ~0 when every token is the host's own), takes a clipped policy-gradient step with the
+mismatch: ~0 when every token is the host's own), takes clipped policy-gradient steps with the
 importance ratio against those logprobs, pushes the new weights to the server, and acks.
 """
 
@@ -29,6 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from edgeroll_client import EdgerollClient, decode_sample  # noqa: E402
 
 ENV = "mental-math"
+# Mean absolute difference allowed between the recomputed and the served logprobs before an
+# update. Exact tokens with the host's weights give ~1e-7 (float noise); one wrong token, a
+# different template or stale weights give orders of magnitude more.
+MISMATCH_BOUND = 1e-3
+
+
+class OffPolicy(Exception):
+    """The trainer's logprobs are not the host's: its tokens or its weights differ."""
 
 
 def post(url: str, body: dict) -> dict:
@@ -94,6 +102,12 @@ def mismatch(model, samples: list[dict]) -> dict:
     return {"mean_abs": float(d.abs().mean()), "kl": float(k.mean()), "tokens": int(d.numel())}
 
 
+def check_on_policy(check: dict, bound: float = MISMATCH_BOUND) -> None:
+    if not check["mean_abs"] < bound:
+        raise OffPolicy(f"mismatch {check['mean_abs']:.3g} over {check['tokens']} tokens, bound "
+                        f"{bound:g}: the trainer is not scoring the host's tokens with the host's weights")
+
+
 def grpo_step(model, optimizer, samples: list[dict], clip: float = 0.2) -> float:
     """One clipped policy-gradient step (PPO-style) over every sampled token of the batch."""
     model.train()
@@ -110,6 +124,22 @@ def grpo_step(model, optimizer, samples: list[dict], clip: float = 0.2) -> float
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     return float(loss.detach())
+
+
+def grpo_update(model, optimizer, samples: list[dict], epochs: int, minibatches: int,
+                rng: random.Random) -> float:
+    """PPO-style passes over one batch: `epochs` shuffled passes of `minibatches` steps each.
+    Every step's ratio is against the served logprobs (the policy that sampled), so later steps
+    are clipped where the policy already moved; many small Adam steps learn where one large one
+    (a fresh Adam's first step moves every weight by the full learning rate) unlearns."""
+    loss = 0.0
+    for _ in range(epochs):
+        order = samples[:]
+        rng.shuffle(order)
+        size = -(-len(order) // minibatches)
+        for start in range(0, len(order), size):
+            loss = grpo_step(model, optimizer, order[start:start + size])
+    return loss
 
 
 def examples_from(dataset: Path) -> list[dict]:
@@ -129,7 +159,8 @@ def train(args) -> int:
     model = tp.load_initial(args.checkpoint)
     started = time.monotonic()
     results: dict = {"reward_by_step": [], "success_by_step": [], "mismatch_by_step": [],
-                     "kl_by_step": [], "tokens_by_step": [], "seconds_by_step": []}
+                     "kl_by_step": [], "tokens_by_step": [], "seconds_by_step": [],
+                     "rollout_seconds_by_step": []}
 
     sft = sft_examples(args.sft)
     print(f"warm-up on {len(sft)} SFT rows from edgeroll's export", flush=True)
@@ -155,6 +186,7 @@ def train(args) -> int:
             }, idempotency_key=f"{args.run}:{step}:{g}")
             group_ids.append(started_group["group_id"])
         wait_landed(client, group_ids)
+        rollout_seconds = time.monotonic() - t0
         with client.leased(max_groups=args.groups, run_id=args.run, include=["tokens"],
                            token_encoding="base64", current_policy_version=step,
                            max_policy_lag=0, skip_uniform_groups=False) as batch:
@@ -166,7 +198,8 @@ def train(args) -> int:
                 raise SystemExit(f"step {step}: {len(inexact)} episodes without exact tokens: "
                                  f"{inexact[0].get('token_mode_reason')}")
             check = mismatch(model, samples)  # before this batch's update: same weights as the host
-            loss = grpo_step(model, optimizer, samples)
+            check_on_policy(check, args.mismatch_bound)
+            loss = grpo_update(model, optimizer, samples, args.epochs, args.minibatches, rng)
         path = tp.save(model, args.checkpoint, step + 1)
         post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": step + 1})
         mean = sum(rewards) / max(len(rewards), 1)
@@ -177,9 +210,10 @@ def train(args) -> int:
         results["kl_by_step"].append(check["kl"])
         results["tokens_by_step"].append(check["tokens"])
         results["seconds_by_step"].append(time.monotonic() - t0)
+        results["rollout_seconds_by_step"].append(rollout_seconds)
         print(f"step {step}: reward {mean:.3f} success {success:.2f} | mismatch {check['mean_abs']:.2e} "
               f"kl {check['kl']:.2e} over {check['tokens']} tokens | loss {loss:+.4f} | "
-              f"{time.monotonic() - t0:.1f} s", flush=True)
+              f"{time.monotonic() - t0:.1f} s ({rollout_seconds:.1f} s rolling out)", flush=True)
     results["seconds"] = time.monotonic() - started
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
@@ -206,12 +240,15 @@ def main() -> int:
     p_train.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[2] / "datasets" / f"{ENV}.jsonl")
     p_train.add_argument("--run", default="train-example")
     p_train.add_argument("--steps", type=int, default=24)
-    p_train.add_argument("--groups", type=int, default=8)
+    p_train.add_argument("--groups", type=int, default=16)
     p_train.add_argument("--group-size", type=int, default=8)
     p_train.add_argument("--sft-steps", type=int, default=500)
     p_train.add_argument("--sft-lr", type=float, default=3e-3)
-    p_train.add_argument("--lr", type=float, default=3e-4)
+    p_train.add_argument("--lr", type=float, default=1e-4)
+    p_train.add_argument("--epochs", type=int, default=3, help="passes over each batch")
+    p_train.add_argument("--minibatches", type=int, default=2, help="optimizer steps per pass")
     p_train.add_argument("--seed", type=int, default=1)
+    p_train.add_argument("--mismatch-bound", type=float, default=MISMATCH_BOUND)
     p_train.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     return init(args) if args.command == "init" else train(args)
