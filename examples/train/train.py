@@ -51,7 +51,9 @@ def sft_examples(path: Path) -> list[tuple[list[int], list[int]]]:
     """Each SFT row as (ids, mask): the prompt rendered as context, then the target messages,
     the assistant ones supervised up to and including their `<|im_end|>`."""
     examples = []
-    for line in path.read_text().splitlines():
+    # Sorted: the export lists rows in landing order, which varies from run to run; a seed
+    # should give the same warm-up.
+    for line in sorted(path.read_text().splitlines()):
         row = json.loads(line)
         ids = tp.encode(tp.render(row["prompt_messages"], add_generation_prompt=False))
         mask = [0] * len(ids)
