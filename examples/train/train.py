@@ -50,11 +50,12 @@ def post(url: str, body: dict) -> dict:
 def sft_examples(path: Path) -> list[tuple[list[int], list[int]]]:
     """Each SFT row as (ids, mask): the prompt rendered as context, then the target messages,
     the assistant ones supervised up to and including their `<|im_end|>`."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # Sorted by content: the export lists rows in landing order, with fresh episode ids, both of
+    # which vary from run to run; a seed should give the same warm-up.
+    rows.sort(key=lambda r: json.dumps([r.get("example_id"), r["prompt_messages"], r["target_messages"]]))
     examples = []
-    # Sorted: the export lists rows in landing order, which varies from run to run; a seed
-    # should give the same warm-up.
-    for line in sorted(path.read_text().splitlines()):
-        row = json.loads(line)
+    for row in rows:
         ids = tp.encode(tp.render(row["prompt_messages"], add_generation_prompt=False))
         mask = [0] * len(ids)
         for message in row["target_messages"]:
