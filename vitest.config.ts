@@ -2,6 +2,7 @@
 // and environment suites run in both, which proves environment code is runtime-neutral.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { REMOTE_ENV_TOKEN } from "./test/setup/remote-env-host.ts";
 import { hideBenignRuntimeLogs } from "./test/setup/runtime-log-filter.ts";
 
 hideBenignRuntimeLogs();
@@ -37,6 +38,10 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 INFERENCE_BASE_URL: inject("inferenceUrl"),
+                REMOTE_ENVS: inject("remoteEnvs"),
+                REMOTE_ENV_TOKEN,
+                // For the tests to read the fixture's own counters.
+                TEST_REMOTE_ENV_URL: inject("remoteEnvUrl"),
                 // Seconds, not minutes, so deadline behaviour is testable.
                 GENERATION_DEADLINE_MIN_S: "2",
                 GENERATION_DEADLINE_MAX_S: "2",
@@ -53,7 +58,7 @@ export default defineConfig({
         test: {
           name: "workerd",
           include: [...portable, "test/worker/**/*.test.ts"],
-          globalSetup: ["test/setup/inference-host.ts"],
+          globalSetup: ["test/setup/inference-host.ts", "test/setup/remote-env-host.ts"],
           setupFiles: ["test/setup/d1-migrations.ts"],
           testTimeout: 60_000,
         },

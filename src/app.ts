@@ -9,6 +9,7 @@ import { groupRoutes } from "./api/groups";
 import { runRoutes } from "./api/runs";
 import { utf8Body } from "./api/utf8-body";
 import { dashboardRoutes } from "./dashboard/routes";
+import { environmentsOf } from "./env-workers/environments";
 import { environmentNames } from "./environments/registry";
 
 /** Requests carry one example and its settings; anything larger is a mistake or an attack. */
@@ -35,7 +36,10 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .on("GET", "/v1/*", (c, next) => (FOLLOWED_PATHS.test(c.req.path) ? followers : readers)(c, next))
   .on("GET", ["/", "/groups/*", "/episodes/*"], tokenFromQuery, authorize("reader"))
   .get("/healthz", (c) => c.json({ ok: true }))
-  .get("/v1/environments", (c) => c.json({ environments: environmentNames() }))
+  .get("/v1/environments", (c) => {
+    const remote = environmentsOf(c.env);
+    return c.json({ environments: environmentNames(remote), remote: [...remote.targets.keys()] });
+  })
   .route("/v1", groupRoutes)
   .route("/v1", episodeRoutes)
   .route("/v1", runRoutes)

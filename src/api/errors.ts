@@ -14,6 +14,7 @@ export type ErrorCode =
   | "payload_too_large"
   | "not_found"
   | "example_rejected"
+  | "environment_unavailable"
   | "idempotency_conflict"
   | "batch_settled"
   | "internal_error";

@@ -1,11 +1,14 @@
 /** Routes for rollout groups and their episodes. */
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
+import { environmentsOf } from "../env-workers/environments";
 import {
   environmentNames,
   isRegisteredEnvironment,
   loadEnvironment,
+  type RemoteEnvironments,
 } from "../environments/registry";
+import { RemoteEnvError } from "../environments/remote/client";
 import { rolloutGroup } from "../rollout/bindings";
 import { newGroupSpec } from "../rollout/group-ids";
 import { type StartGroupRequest, StartGroupRequestSchema } from "../rollout/group-spec";
@@ -14,25 +17,29 @@ import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
 import { ApiError, invalidRequest } from "./errors";
 
-const StartGroupBody = StartGroupRequestSchema.superRefine((request, ctx) => {
-  if (!isRegisteredEnvironment(request.env)) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["env"],
-      message: `unknown environment "${request.env}" (registered: ${environmentNames().join(", ")})`,
-    });
-  }
-});
+/** Built-in or configured remote (REMOTE_ENVS): callers name environments, never URLs. */
+function checkEnvironment(name: string, remote: RemoteEnvironments): void {
+  if (isRegisteredEnvironment(name, remote)) return;
+  const message = `unknown environment "${name}" (registered: ${environmentNames(remote).join(", ")})`;
+  throw new ApiError(400, "invalid_request", `env: ${message}`, [{ path: "env", message }]);
+}
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** The environment must accept the example before anything is stored. */
-async function checkExample(request: StartGroupRequest): Promise<void> {
-  const env = loadEnvironment(request.env);
+async function checkExample(request: StartGroupRequest, remote: RemoteEnvironments): Promise<void> {
+  const env = loadEnvironment(request.env, remote);
   try {
     await openEpisode(env, request.example, request.prompt_text);
     turnBudget(env, request.example);
   } catch (error) {
+    // A remote environment that cannot answer has not rejected anything: try again later.
+    if (error instanceof RemoteEnvError && error.reason !== "failed")
+      throw new ApiError(
+        503,
+        "environment_unavailable",
+        `environment "${request.env}": ${error.message}`,
+      );
     throw new ApiError(
       422,
       "example_rejected",
@@ -44,7 +51,7 @@ async function checkExample(request: StartGroupRequest): Promise<void> {
 export const groupRoutes = new Hono<{ Bindings: Env }>()
   .post(
     "/groups",
-    zValidator("json", StartGroupBody, (result) => {
+    zValidator("json", StartGroupRequestSchema, (result) => {
       if (!result.success) throw invalidRequest(result.error);
     }),
     async (c) => {
@@ -57,7 +64,9 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
           "Idempotency-Key: 1 to 255 printable ASCII characters",
         );
       }
-      await checkExample(request);
+      const remote = environmentsOf(c.env);
+      checkEnvironment(request.env, remote);
+      await checkExample(request, remote);
       const spec = await newGroupSpec(request, key);
       const started = await rolloutGroup(c.env, spec.groupId).start(spec);
       if (started.outcome === "conflict") {

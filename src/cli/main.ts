@@ -1,11 +1,14 @@
 /** `edgeroll` command line: one subcommand per job, each in its own module. */
 import { Command } from "commander";
+import { environmentNames, isRegisteredEnvironment } from "../environments/registry";
+import { UnknownEnvironmentError } from "../sdk";
 import { DEFAULT_URL } from "./api-client";
 import { describeError } from "./cli-errors";
 import { demo } from "./demo";
 import { dev } from "./dev";
 import { envCheck } from "./env-check";
 import { envNew } from "./env-new";
+import { serveEnvironment } from "./env-serve";
 import { exportRun } from "./export-run";
 import { CliError } from "./project";
 import { run } from "./run";
@@ -36,11 +39,37 @@ env
 env
   .command("check")
   .description("validate an environment offline, with no model")
-  .argument("<name>", "a registered environment name")
+  .argument("[name]", "a registered environment name (with --url: the dataset's name)")
+  .option("--url <url>", "a remote environment server (docs/remote-env-protocol.md)")
   .option("--dataset <file>", "dataset JSONL (default: datasets/<name>.jsonl)")
   .option("--prompt-text <text>", "the run's prompt text", "")
-  .action(async (name: string, options: { dataset?: string; promptText: string }) => {
-    process.exitCode = (await envCheck(name, options)) ? 0 : 1;
+  .action(
+    async (
+      name: string | undefined,
+      options: { dataset?: string; promptText: string; url?: string },
+    ) => {
+      process.exitCode = (await envCheck(name, options)) ? 0 : 1;
+    },
+  );
+
+env
+  .command("serve")
+  .description(
+    "serve a TypeScript environment over the remote protocol (docs/remote-env-protocol.md)",
+  )
+  .argument("<name>", "a registered environment name")
+  .option("--port <n>", "port to listen on (0: any free port)", "9100")
+  .option("--host <host>", "address to bind", "127.0.0.1")
+  .option("--token <secret>", "require this bearer token (default: REMOTE_ENV_TOKEN)")
+  .action(async (name: string, options: { port: string; host: string; token?: string }) => {
+    if (!isRegisteredEnvironment(name))
+      throw new CliError(new UnknownEnvironmentError(name, environmentNames()).message);
+    const { url } = await serveEnvironment(name, {
+      port: Number(options.port),
+      host: options.host,
+      token: options.token ?? process.env.REMOTE_ENV_TOKEN,
+    });
+    console.log(`edgeroll env serving ${name} on ${url}`);
   });
 
 program

@@ -8,6 +8,7 @@ import {
   scoreGroup,
   type TaskExample,
 } from "../sdk";
+import { environmentsOf } from "./environments";
 
 export interface ScoreRequest {
   env: string;
@@ -24,7 +25,8 @@ export class ScoreWorker extends WorkerEntrypoint<Env> implements ScoreWorkerApi
   /** One outcome per episode: a validated reward, or why that episode could not be graded. */
   async score(request: ScoreRequest): Promise<ScoreOutcome[]> {
     try {
-      return await scoreGroup(loadEnvironment(request.env), request.example, request.episodes);
+      const env = loadEnvironment(request.env, environmentsOf(this.env));
+      return await scoreGroup(env, request.example, request.episodes);
     } catch (error) {
       const failure = `scoring failed: ${errorMessage(error)}`;
       return request.episodes.map(() => ({ ok: false, error: failure }));

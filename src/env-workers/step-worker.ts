@@ -3,7 +3,7 @@
  * keeps nothing between calls; environments rebuild what they need by replaying the transcript.
  */
 import { RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
-import { loadEnvironment } from "../environments/registry";
+import { loadEnvironment, type RemoteEnvironments } from "../environments/registry";
 import {
   type ChatMessage,
   type EnvironmentStepResult,
@@ -13,11 +13,13 @@ import {
   turnBudget,
 } from "../sdk";
 import { type EnvCall, envCall } from "./env-call";
+import { environmentsOf } from "./environments";
 
 export interface OpenRequest {
   env: string;
   example: TaskExample;
   promptText: string;
+  episodeId?: string;
 }
 
 export interface Opening {
@@ -28,6 +30,8 @@ export interface Opening {
 export interface StepRequest {
   env: string;
   example: TaskExample;
+  /** Names a remote environment's step calls (Idempotency-Key `<episode_id>:<turn>`). */
+  episodeId?: string;
   /** The whole transcript, ending with the sampled action to step. */
   messages: ChatMessage[];
 }
@@ -51,19 +55,29 @@ export interface StepWorkerApi {
   session(request: StepSessionRequest): Promise<StepSessionApi>;
 }
 
-function step(request: StepRequest): Promise<EnvCall<EnvironmentStepResult>> {
+function step(
+  request: StepRequest,
+  remote: RemoteEnvironments,
+): Promise<EnvCall<EnvironmentStepResult>> {
   return envCall(() =>
-    stepEnvironment(loadEnvironment(request.env), request.example, request.messages),
+    stepEnvironment(
+      loadEnvironment(request.env, remote, request.episodeId),
+      request.example,
+      request.messages,
+    ),
   );
 }
 
 class StepSession extends RpcTarget {
-  constructor(private readonly request: StepSessionRequest) {
+  constructor(
+    private readonly request: StepSessionRequest,
+    private readonly remote: RemoteEnvironments,
+  ) {
     super();
   }
 
   step(messages: ChatMessage[]): Promise<EnvCall<EnvironmentStepResult>> {
-    return step({ ...this.request, messages });
+    return step({ ...this.request, messages }, this.remote);
   }
 }
 
@@ -73,18 +87,18 @@ export class StepWorker
 {
   async open(request: OpenRequest): Promise<EnvCall<Opening>> {
     return envCall(async () => {
-      const env = loadEnvironment(request.env);
+      const env = loadEnvironment(request.env, environmentsOf(this.env), request.episodeId);
       const messages = await openEpisode(env, request.example, request.promptText);
       return { messages, maxTurns: turnBudget(env, request.example) };
     });
   }
 
   async step(request: StepRequest): Promise<EnvCall<EnvironmentStepResult>> {
-    return step(request);
+    return step(request, environmentsOf(this.env));
   }
 
   /** A session for one episode's steps; it lives until the caller disposes of its stub. */
   session(request: StepSessionRequest): StepSession {
-    return new StepSession(request);
+    return new StepSession(request, environmentsOf(this.env));
   }
 }

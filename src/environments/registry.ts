@@ -6,6 +6,9 @@ import { type EnvironmentMultiTurn, UnknownEnvironmentError } from "../sdk";
 import { ExactAnswer } from "./exact-answer";
 import { GuessNumber } from "./guess-number";
 import { MentalMath } from "./mental-math";
+import type { RemoteTarget } from "./remote/client";
+import { remoteTargets } from "./remote/config";
+import { type RemoteCallLimits, RemoteEnvironment } from "./remote/remote-environment";
 import { ToolAgent } from "./tool-agent";
 
 // edgeroll:env-imports
@@ -31,16 +34,50 @@ export function registerEnvironment(name: string, factory: () => EnvironmentMult
   registered.set(name, factory);
 }
 
-export function environmentNames(): string[] {
-  return [...registered.keys()].sort();
+/**
+ * The remote environments a deployment configured (REMOTE_ENVS, `remote/config.ts`) and the
+ * limits their calls run under. Where there are none (the CLI, tests of built-ins) it is omitted.
+ */
+export interface RemoteEnvironments {
+  targets: ReadonlyMap<string, RemoteTarget>;
+  limits: RemoteCallLimits;
 }
 
-export function isRegisteredEnvironment(name: string): boolean {
-  return registered.has(name);
+/** The deployment's remote environments; a name that is a built-in's is a deploy error. */
+export function remoteEnvironments(env: object, limits: RemoteCallLimits): RemoteEnvironments {
+  const targets = remoteTargets(env);
+  for (const name of targets.keys()) {
+    if (registered.has(name))
+      throw new Error(`REMOTE_ENVS: "${name}" is a built-in environment's name`);
+  }
+  return { targets, limits };
 }
 
-export function loadEnvironment(name: string): EnvironmentMultiTurn {
+export function environmentNames(remote?: RemoteEnvironments): string[] {
+  return [...registered.keys(), ...(remote?.targets.keys() ?? [])].sort();
+}
+
+export function isRegisteredEnvironment(name: string, remote?: RemoteEnvironments): boolean {
+  return registered.has(name) || (remote?.targets.has(name) ?? false);
+}
+
+export function isRemoteEnvironment(name: string, remote?: RemoteEnvironments): boolean {
+  return !registered.has(name) && (remote?.targets.has(name) ?? false);
+}
+
+/**
+ * A fresh instance of the named environment. `episodeId` names a remote environment's calls
+ * for idempotency.
+ */
+export function loadEnvironment(
+  name: string,
+  remote?: RemoteEnvironments,
+  episodeId?: string,
+): EnvironmentMultiTurn {
   const factory = registered.get(name);
-  if (factory === undefined) throw new UnknownEnvironmentError(name, environmentNames());
-  return factory();
+  if (factory !== undefined) return factory();
+  const target = remote?.targets.get(name);
+  if (target !== undefined && remote !== undefined)
+    return new RemoteEnvironment(target, remote.limits, episodeId);
+  throw new UnknownEnvironmentError(name, environmentNames(remote));
 }

@@ -1,4 +1,5 @@
 /** Why a generation attempt did not produce a completion; each kind decides what happens next. */
+import { parseRetryAfter } from "../utils/retry-after";
 
 export type FailureKind =
   /** 429, 5xx, a reset connection, a cut stream or an unreadable body: worth retrying. */
@@ -37,15 +38,6 @@ export function malformed(message: string, cause?: unknown): InferenceError {
 
 const CONTEXT_LENGTH =
   /context[_ ]length|maximum context|context size|context window|too many tokens|prompt is too long/i;
-
-/** Seconds from a Retry-After header: delta-seconds or an HTTP date. */
-export function parseRetryAfter(header: string | null, now = Date.now()): number | undefined {
-  if (header === null || header.trim() === "") return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds);
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, (date - now) / 1000);
-}
 
 /** Classifies a non-2xx answer from the inference host. */
 export function errorForStatus(

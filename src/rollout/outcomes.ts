@@ -35,6 +35,7 @@ export const FailureReasonSchema = z.enum([
   "tokens_unavailable",
   // the environment
   "env_error",
+  "env_unavailable",
   "step_timeout",
   "step_unavailable",
   "score_error",

@@ -4,6 +4,7 @@
  * or the end of the episode, named once here.
  */
 import type { EnvCall } from "../env-workers/env-call";
+import type { RemoteFault } from "../environments/remote/client";
 import { errorMessage } from "../sdk";
 import { backoffDelayMs, sleep } from "../utils/backoff";
 import { withTimeout } from "../utils/timeout";
@@ -32,11 +33,19 @@ function environmentFault(message: string): { reason: FailureReason; detail: str
   return null;
 }
 
+/** A remote environment's faults as end reasons; code that threw is the environment's error. */
+const REMOTE_FAULT_END: Record<RemoteFault, FailureReason> = {
+  unavailable: END.env_unavailable,
+  timed_out: END.step_timeout,
+  failed: END.env_error,
+};
+
 /** What the environment's own answer means for the episode. */
 export function answerOf<T>(hook: EnvHook, call: EnvCall<T> | "timeout"): StepAnswer<T> {
   if (call === "timeout")
     return { kind: "ended", end: failed(END.step_timeout, `${hook} ran past STEP_TIMEOUT_S`) };
-  if (!call.ok) return { kind: "ended", end: failed(END.env_error, call.error) };
+  if (!call.ok)
+    return { kind: "ended", end: failed(REMOTE_FAULT_END[call.fault ?? "failed"], call.error) };
   return { kind: "ok", value: call.value };
 }
 

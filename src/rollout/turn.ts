@@ -19,7 +19,7 @@ import {
   sampledMessage,
 } from "../sdk";
 import type { TokenStore } from "../tokens/token-store";
-import { type GroupSpec, generationSeed } from "./group-spec";
+import { episodeId, type GroupSpec, generationSeed } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import { END, type FailureReason, failed } from "./outcomes";
 import type { Permits } from "./permits";
@@ -74,7 +74,7 @@ function fitsContext(rt: GroupRuntime, idx: number, transcript: readonly ChatMes
 async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage[]> {
   const { env, example, prompt_text: promptText } = rt.spec.request;
   const answer = await callStepWorker("startEpisode", rt.config.STEP_TIMEOUT_S * 1000, () =>
-    rt.stepWorker.open({ env, example, promptText }),
+    rt.stepWorker.open({ env, example, promptText, episodeId: episodeId(rt.spec.groupId, idx) }),
   );
   await rt.writeTurn();
   if (answer.kind === "ended") {
@@ -246,7 +246,12 @@ async function step(
   const answer =
     viaSession.kind === "retry_alone"
       ? await callStepWorker("stepEpisode", timeoutMs, () =>
-          rt.stepWorker.step({ env, example, messages: transcript }),
+          rt.stepWorker.step({
+            env,
+            example,
+            messages: transcript,
+            episodeId: episodeId(rt.spec.groupId, idx),
+          }),
         )
       : answerOf("stepEpisode", viaSession.kind === "timeout" ? "timeout" : viaSession.call);
   await rt.writeTurn();
@@ -261,7 +266,11 @@ export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void>
   // An episode still opening has no messages yet: its opening and its state are one write.
   const transcript = rt.store.episode(idx).state === "opening" ? [] : rt.store.transcript(idx);
   const { env, example } = rt.spec.request;
-  const session = new EpisodeStepSession(rt.stepWorker, { env, example });
+  const session = new EpisodeStepSession(rt.stepWorker, {
+    env,
+    example,
+    episodeId: episodeId(rt.spec.groupId, idx),
+  });
   try {
     for (;;) {
       const state = rt.store.episode(idx).state;

@@ -5,6 +5,8 @@ declare global {
   namespace Cloudflare {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
+      /** The remote environment fixture (test/setup/remote-env-host.ts), for its counters. */
+      TEST_REMOTE_ENV_URL: string;
     }
   }
 }

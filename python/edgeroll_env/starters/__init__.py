@@ -1,0 +1,1 @@
+"""Starter environments, written against freesolo.* as Flash scaffolds them."""

@@ -1,0 +1,146 @@
+/**
+ * Remote environments over HTTP, in workerd: a real server (test/setup/remote-env-host.ts,
+ * guess-number behind the remote protocol) registered by REMOTE_ENVS only, driven by the real
+ * step and score workers against the real simulator. Its episodes must match the built-in
+ * guess-number's for the same samples, and each of its faults must fail only its own episodes,
+ * with a named reason.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { END } from "../../src/rollout/outcomes";
+import {
+  api,
+  getEpisode,
+  guessExample,
+  type Json,
+  postGroup,
+  startGroup,
+  waitForGroup,
+} from "./helpers";
+
+const sampling = { model: "sim", temperature: 1, seed: 21, max_completion_tokens: 64 };
+
+async function fixtureStats(): Promise<Json> {
+  return (await fetch(`${env.TEST_REMOTE_ENV_URL}/fixture/stats`)).json();
+}
+
+async function landedEpisodes(envName: string, example: Json, size = 3): Promise<Json[]> {
+  const id = await startGroup({
+    env: envName,
+    example,
+    group_size: size,
+    sampling,
+    run_id: `remote-${envName}`,
+  });
+  const group = await waitForGroup(id, 45_000);
+  expect(group.status).toBe("landed");
+  return Promise.all(group.episodes.map((e: Json) => getEpisode(e.episode_id)));
+}
+
+const faulty = (id: string, fault: string) => ({
+  ...guessExample(id, 50),
+  metadata: { secret: 50, remote_fault: fault },
+});
+
+describe("remote environments", () => {
+  it("are listed with the built-in ones, by configuration only", async () => {
+    const listed: Json = await (await api("/v1/environments")).json();
+    expect(listed.environments).toEqual(
+      expect.arrayContaining(["guess-number", "guess-number-remote", "remote-down"]),
+    );
+    expect(listed.remote.sort()).toEqual(["guess-number-remote", "remote-down"]);
+  });
+
+  it("land the same transcripts and rewards as the built-in environment for the same samples", async () => {
+    const example = guessExample("remote-same-1", 63);
+    const [local, remote] = await Promise.all([
+      landedEpisodes("guess-number", example),
+      landedEpisodes("guess-number-remote", example),
+    ]);
+    for (const [i, episode] of remote.entries()) {
+      const twin = local[i] as Json;
+      expect(episode.status).toBe(twin.status);
+      expect(episode.messages.map((m: Json) => [m.role, m.content])).toEqual(
+        twin.messages.map((m: Json) => [m.role, m.content]),
+      );
+      expect(episode.score).toBe(twin.score);
+      expect(episode.per_turn_rewards).toEqual(twin.per_turn_rewards);
+      expect(episode.end_reason).toBe(twin.end_reason);
+    }
+    // Every step call named its episode and turn for idempotency.
+    const keys = Object.keys((await fixtureStats()).byKey).filter((k) => k.startsWith("/step "));
+    const id = remote[0].episode_id as string;
+    expect(keys).toContain(`/step ${id}:0`);
+  });
+
+  it("retries a busy server with the same Idempotency-Key and lands the episode", async () => {
+    const [episode] = await landedEpisodes(
+      "guess-number-remote",
+      faulty("remote-busy-1", "busy_once"),
+      1,
+    );
+    expect(episode.status).toBe("completed");
+    const stats = await fixtureStats();
+    expect(stats.byKey[`/step ${episode.episode_id}:0`]).toBe(2);
+  });
+
+  it("fail only their own episodes, with named reasons, when the server answers garbage, errors, hangs or goes away", async () => {
+    const cases: [string, string][] = [
+      ["garbage", END.env_error],
+      ["wrong_shape", END.env_error],
+      ["error", END.env_error],
+      ["slow", END.step_timeout],
+      ["down_after_start", END.env_unavailable],
+    ];
+    const groups = await Promise.all(
+      cases.map(async ([fault]) => {
+        const id = await startGroup({
+          env: "guess-number-remote",
+          example: faulty(`remote-${fault}`, fault),
+          group_size: 2,
+          sampling,
+          run_id: "remote-faults",
+        });
+        return waitForGroup(id, 45_000);
+      }),
+    );
+    const healthy = await landedEpisodes(
+      "guess-number-remote",
+      guessExample("remote-healthy-1", 12),
+      2,
+    );
+    for (const [i, [fault, reason]] of cases.entries()) {
+      const group = groups[i] as Json;
+      expect(group.status, fault).toBe("landed");
+      for (const e of group.episodes) {
+        const episode = await getEpisode(e.episode_id);
+        expect([fault, episode.status, episode.failure_reason]).toEqual([fault, "failed", reason]);
+      }
+    }
+    expect(healthy.every((e) => e.status === "completed")).toBe(true);
+  });
+
+  it("answers 503 environment_unavailable, storing nothing, when the server is down at the start", async () => {
+    const response = await postGroup({
+      env: "remote-down",
+      example: guessExample("remote-down-1", 5),
+      group_size: 1,
+      sampling,
+    });
+    expect(response.status).toBe(503);
+    const body: Json = await response.json();
+    expect(body.error.code).toBe("environment_unavailable");
+    expect(body.error.message).toMatch(/remote-down/);
+  });
+
+  it("takes no URLs from callers", async () => {
+    const response = await postGroup({
+      env: "http://127.0.0.1:1/",
+      example: guessExample("remote-url-1", 5),
+      group_size: 1,
+      sampling,
+    });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as Json).error.message).toMatch(/env: unknown environment/);
+  });
+});
