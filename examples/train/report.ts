@@ -56,7 +56,7 @@ export function writeTraining(r: TrainingSummary, python: string): void {
   const results = join(ROOT, "examples/train/results.json");
   const plot = spawnSync(
     python,
-    [join(ROOT, "examples/train/plot.py"), results, join(ROOT, "docs/training.png")],
+    [join(ROOT, "examples/train/plot.py"), results, join(ROOT, "docs/training.png"), RUNS],
     {
       encoding: "utf8",
     },
