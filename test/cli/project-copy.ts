@@ -17,6 +17,8 @@ const COPIED = [
   "examples",
   "test/raw-imports.d.ts",
   "test/setup/runtime-log-filter.ts",
+  "test/setup/remote-env-host.ts",
+  "test/setup/remote-env-server.ts",
   "package.json",
   "tsconfig.json",
   "tsconfig.node.json",

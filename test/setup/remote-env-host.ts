@@ -2,7 +2,7 @@
 // behind the remote protocol, with faults on demand) and a URL where nothing listens. They reach
 // workerd as REMOTE_ENVS, the way a deployment configures them.
 import type { TestProject } from "vitest/node";
-import { deadUrl, startRemoteEnvFixture } from "../../fixtures/remote-env-server";
+import { deadUrl, startRemoteEnvFixture } from "./remote-env-server";
 
 export const REMOTE_ENV_TOKEN = "remote-env-test-secret";
 

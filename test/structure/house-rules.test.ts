@@ -25,7 +25,7 @@ const OTHER_MEANINGS: Record<string, Record<string, string>> = {
   internal_error: { "src/api/errors.ts": "the API's error code for a 500" },
   env_error: {
     "src/cli/env-serve.ts": "the remote protocol's error code for an environment that threw",
-    "fixtures/remote-env-server.ts": "the remote protocol's error code, sent on purpose",
+    "test/setup/remote-env-server.ts": "the remote protocol's error code, sent on purpose",
   },
 };
 

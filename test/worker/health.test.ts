@@ -13,6 +13,8 @@ describe("the Worker", () => {
     const response = await api("/v1/environments");
     expect(await response.json()).toEqual({
       environments: expect.arrayContaining(["exact-answer", "guess-number", "tool-agent"]),
+      // test/setup/remote-env-host.ts configures these (REMOTE_ENVS)
+      remote: ["guess-number-remote", "remote-down"],
     });
   });
 });

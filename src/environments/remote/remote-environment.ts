@@ -36,10 +36,17 @@ export class RemoteEnvironment extends EnvironmentMultiTurn {
   constructor(
     private readonly target: RemoteTarget,
     private readonly limits: RemoteCallLimits,
-    /** Names the episode in step calls' Idempotency-Key (`<episode_id>:<turn>`). */
-    private readonly episodeId: string = "unnamed",
+    /**
+     * Names the episode in its calls' Idempotency-Key (`<episode_id>:<turn>`, `:start`); without
+     * one (a group's example checked before it exists) calls go without a key.
+     */
+    private readonly episodeId?: string,
   ) {
     super();
+  }
+
+  private key(call: string): string | undefined {
+    return this.episodeId === undefined ? undefined : `${this.episodeId}:${call}`;
   }
 
   async startEpisode(example: TaskExample, promptText: string): Promise<ChatMessage[]> {
@@ -49,7 +56,7 @@ export class RemoteEnvironment extends EnvironmentMultiTurn {
       "/start",
       { example, prompt_text: promptText },
       StartResponseSchema,
-      { timeoutMs: this.limits.stepTimeoutMs, idempotencyKey: `${this.episodeId}:start` },
+      { timeoutMs: this.limits.stepTimeoutMs, idempotencyKey: this.key("start") },
     );
     this.openedMaxTurns.set(example.id, opening.max_turns);
     return opening.messages;
@@ -78,11 +85,11 @@ export class RemoteEnvironment extends EnvironmentMultiTurn {
         example,
         messages,
         assistant_response: assistantResponse,
-        episode_id: this.episodeId,
+        episode_id: this.episodeId ?? "unkeyed",
         turn,
       },
       StepResponseSchema,
-      { timeoutMs: this.limits.stepTimeoutMs, idempotencyKey: `${this.episodeId}:${turn}` },
+      { timeoutMs: this.limits.stepTimeoutMs, idempotencyKey: this.key(String(turn)) },
     );
     return {
       done: step.done,
