@@ -57,11 +57,8 @@ export async function envCheck(
     const info = await remoteInfo(target, REMOTE_LIMITS.stepTimeoutMs).catch((error: Error) => {
       throw new CliError(`${options.url}/info: ${error.message}`);
     });
-    const remote = new RemoteEnvironment(
-      { ...target, name: info.name },
-      REMOTE_LIMITS,
-      "env-check",
-    );
+    // No episode id: the checks replay the same turns on purpose, so their calls carry no key.
+    const remote = new RemoteEnvironment({ ...target, name: info.name }, REMOTE_LIMITS);
     return checkWith(name ?? info.name, remote, options);
   }
   if (name === undefined) throw new CliError("name an environment, or pass --url");
