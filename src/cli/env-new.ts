@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { isRegisteredEnvironment } from "../environments/registry";
 import { type StarterKind, starterFiles } from "./env-templates";
+import { pythonPaths, pythonStarterFiles } from "./env-templates-python";
 import { CliError, PROJECT_ROOT, paths } from "./project";
 
 const NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
@@ -74,4 +75,38 @@ export function envNew(name: string, kind: StarterKind, root = PROJECT_ROOT): vo
   for (const file of Object.values(targets)) console.log(`  ${file}`);
   console.log(`  ${paths.registry} (registered as "${name}")`);
   console.log(`Next: npx edgeroll env check ${name}`);
+}
+
+/**
+ * `env new <name> --python`: a Python environment served over HTTP (docs/remote-env-protocol.md)
+ * rather than compiled into the Worker, so nothing is registered: REMOTE_ENVS names it.
+ */
+export function envNewPython(name: string, root = PROJECT_ROOT): void {
+  if (!NAME.test(name)) {
+    throw new CliError(`"${name}" is not a valid environment name: use kebab-case, e.g. my-env`);
+  }
+  if (isRegisteredEnvironment(name))
+    throw new CliError(`"${name}" is a built-in environment's name`);
+  const module = name.replaceAll("-", "_");
+  const contents = pythonStarterFiles({ name, module, className: className(name) });
+  const targets = {
+    environment: pythonPaths.environment(module),
+    dataset: paths.dataset(name),
+    test: pythonPaths.test(module),
+  };
+  const existing = Object.values(targets).filter((file) => existsSync(join(root, file)));
+  if (existing.length > 0) throw new CliError(`refusing to overwrite ${existing.join(", ")}`);
+  for (const [key, file] of Object.entries(targets)) {
+    mkdirSync(dirname(join(root, file)), { recursive: true });
+    writeFileSync(join(root, file), contents[key as keyof typeof contents], { flag: "wx" });
+  }
+  console.log(`Created the Python environment "${name}":`);
+  for (const file of Object.values(targets)) console.log(`  ${file}`);
+  console.log(
+    `Serve it:  PYTHONPATH=python python3 -m edgeroll_env serve ${targets.environment} --port 9100`,
+  );
+  console.log(
+    `Register:  REMOTE_ENVS = { "${name}" = "http://127.0.0.1:9100" }   (wrangler.toml [vars])`,
+  );
+  console.log(`Test it:   python3 -m unittest ${targets.test}`);
 }

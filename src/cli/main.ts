@@ -7,7 +7,7 @@ import { describeError } from "./cli-errors";
 import { demo } from "./demo";
 import { dev } from "./dev";
 import { envCheck } from "./env-check";
-import { envNew } from "./env-new";
+import { envNew, envNewPython } from "./env-new";
 import { serveEnvironment } from "./env-serve";
 import { exportRun } from "./export-run";
 import { CliError } from "./project";
@@ -29,12 +29,19 @@ env
   .argument("<name>", "kebab-case environment name, e.g. my-env")
   .option("--multi-turn", "a multi-turn starter (the guess-number shape; the default)")
   .option("--single-turn", "a single-turn starter (prompt in, one scored reply)")
-  .action((name: string, options: { multiTurn?: boolean; singleTurn?: boolean }) => {
-    if (options.multiTurn && options.singleTurn) {
-      throw new CliError("choose one of --multi-turn and --single-turn");
-    }
-    envNew(name, options.singleTurn ? "single-turn" : "multi-turn");
-  });
+  .option("--python", "a Python starter served over HTTP (the guess-number shape)")
+  .action(
+    (name: string, options: { multiTurn?: boolean; singleTurn?: boolean; python?: boolean }) => {
+      if (options.multiTurn && options.singleTurn) {
+        throw new CliError("choose one of --multi-turn and --single-turn");
+      }
+      if (options.python) {
+        if (options.singleTurn) throw new CliError("--python writes a multi-turn starter");
+        return envNewPython(name);
+      }
+      envNew(name, options.singleTurn ? "single-turn" : "multi-turn");
+    },
+  );
 
 env
   .command("check")

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,6 +61,22 @@ describe("edgeroll env new", () => {
     const checked = project.edgeroll("env", "check", "my-env");
     expect(checked.stdout).toMatch(/my-env: PASS/);
     expect(checked.status).toBe(0);
+  }, 60_000);
+
+  it("writes a Python starter, its dataset and a test that serves and plays it over HTTP", () => {
+    const created = project.edgeroll("env", "new", "py-game", "--python");
+    expect(created.status).toBe(0);
+    expect(created.stdout).toMatch(/REMOTE_ENVS = \{ "py-game" = "http:\/\/127\.0\.0\.1:9100" \}/);
+    expect(read("python/environments/py_game.py")).toContain("from freesolo.environments import");
+    const tested = spawnSync("python3", ["-m", "unittest", "python/tests/test_py_game.py"], {
+      cwd: project.dir,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(tested.stderr).toMatch(/Ran 1 test[\s\S]*OK/);
+    expect(tested.status).toBe(0);
+    // Python environments are served, not compiled in: the registry is untouched.
+    expect(read("src/environments/registry.ts")).not.toContain("py-game");
   }, 60_000);
 
   it("writes a single-turn starter that passes check", () => {

@@ -15,6 +15,7 @@ const COPIED = [
   "migrations",
   "fixtures",
   "examples",
+  "python",
   "test/raw-imports.d.ts",
   "test/setup/runtime-log-filter.ts",
   "test/setup/remote-env-host.ts",
