@@ -7,6 +7,7 @@ import type { GrowthResult } from "./growth";
 import type { IdealPoint } from "./ideal";
 import type { LandingResult } from "./landing";
 import type { OverheadResult } from "./overhead";
+import type { RemoteStepResult } from "./remote-env";
 import type { TokenCpuResult } from "./tokens";
 
 export interface BenchReport {
@@ -22,6 +23,8 @@ export interface BenchReport {
   growth: GrowthResult;
   landing: LandingResult;
   tokens: TokenCpuResult;
+  /** Built-in guess-number against its Python twin over HTTP, same transcripts. */
+  remote: RemoteStepResult;
   /** The C = 1,024 floor Worker, measured in the same run (full runs only). */
   floor: FloorPoint | null;
 }
@@ -65,6 +68,11 @@ export function resultsJson(report: BenchReport) {
     token_cpu_ratio: report.tokens.ratio,
     token_cpu_ms_per_turn: report.tokens.cpuMsPerTurnWith,
     token_bytes_per_token: report.growth.tokenBytesPerToken,
+    remote_step_cpu_ratio: report.remote.cpuRatio,
+    remote_step_cpu_ms_per_turn: report.remote.remoteCpuMsPerTurn,
+    builtin_step_cpu_ms_per_turn: report.remote.builtInCpuMsPerTurn,
+    remote_step_turn_ms: report.remote.remoteTurnMs,
+    builtin_step_turn_ms: report.remote.builtInTurnMs,
     r2_local_puts_per_s: report.landing.r2PutsPerS,
     r2_local_gets_per_s: report.landing.r2GetsPerS,
     peak_rss_mb: Math.max(...report.ideal.map((p) => p.peakRssMb)),
@@ -78,6 +86,7 @@ export function resultsJson(report: BenchReport) {
       ideal: report.ideal,
       landing: report.landing,
       tokens: report.tokens,
+      remote: report.remote,
       floor: report.floor,
     },
     machine: machine(),
@@ -183,6 +192,18 @@ function rows(r: Results): [string, string, string, boolean | null][] {
       "≥ 0.5",
       r.token_serving_ratio >= 0.5,
     ],
+    [
+      "Remote step: workerd CPU per turn, Python guess-number over HTTP / built-in",
+      fmt(r.remote_step_cpu_ratio),
+      "—",
+      null,
+    ],
+    [
+      "… a turn's latency, remote / built-in (ms, simulator answering at once)",
+      `${fmt(r.remote_step_turn_ms, 1)} / ${fmt(r.builtin_step_turn_ms, 1)}`,
+      "—",
+      null,
+    ],
     ["Peak workerd RSS (MB)", fmt(r.peak_rss_mb, 0), "< 512", r.peak_rss_mb < 512],
     [
       "… the platform floor's peak RSS at C = 1024 (same run)",
@@ -262,6 +283,7 @@ What each figure is:
 - **Landing with tokens**: the same groups as *Landing*, each turn also carrying its token ids and logprobs (about 256 tokens an episode): each group's token object is put in R2, then its rows go through the lander (${fmt(r.details.landing.landingGroupsPerSTokens, 0)} groups/s). Locally R2 is miniflare's emulation, which serves one operation at a time: in the same run it took ${fmt(r.r2_local_puts_per_s, 0)} puts/s of objects that size on its own, so one put per group on top of the text landing bounds the figure at ${fmt(r.landing_groups_per_s_tokens_r2_bound, 0)} groups/s. Deployed, each group writes its own object from its own Durable Object, in parallel.
 - **Token CPU ratio**: workerd CPU per turn with tokens over the same marathon groups with \`tokens: "off"\` (8 turns, 256-token completions, same seeds, alternating order; ${fmt(r.details.tokens.cpuMsPerTurnWith)} vs ${fmt(r.details.tokens.cpuMsPerTurnWithout)} ms): asking for the token fields, reading them from the stream, storing each turn's tokens and landing the token object.
 - **Token bytes per token**: the growth episode's token object over the tokens it holds (each turn's new prompt tokens and its completion): 4 bytes per id, 4 per completion logprob, and a JSON header of about 120 bytes per turn.
+- **Remote step**: the same guess-number groups (same seeds, so the same transcripts) against the built-in environment and against its Python twin served over HTTP by \`python3 -m edgeroll_env serve\` and registered by REMOTE_ENVS (${r.details.remote.groups} groups of 8, ${r.details.remote.repeats} repeats, alternating order): workerd CPU per turn, ${fmt(r.details.remote.remoteCpuMsPerTurn)} vs ${fmt(r.details.remote.builtInCpuMsPerTurn)} ms, is what the step's HTTP call (and its schema check) costs the platform in place of running the code in the step worker; the Python process's own CPU is not counted. A turn's latency is an episode's wall time over its turns, the median over the run's episodes, with the simulator answering at once.
 - **Token serving ratio**: lease and ack of the same token-exact episodes, with base64 token samples (\`include: ["tokens"]\`) over without (\`messages\`, \`per_turn\`): each lease reads one R2 object per group and builds the samples.
 
 ## Growth with episode length

@@ -7,6 +7,7 @@ import { measureGrowth } from "./growth";
 import { type IdealPoint, measureIdeal } from "./ideal";
 import { measureLanding } from "./landing";
 import { measureOverhead, type OverheadResult } from "./overhead";
+import { measureRemoteStep, REMOTE_NAME, startPythonGuessNumber } from "./remote-env";
 import { printTable, resultsJson, writeOutputs } from "./report";
 import { withBenchStack } from "./stack";
 import { measureTokenCpu } from "./tokens";
@@ -20,6 +21,7 @@ const plan = quick
       growthTurns: 10,
       landing: { groups: 50, repeats: 1 },
       tokens: { groups: 4, repeats: 1 },
+      remote: { groups: 4, repeats: 1 },
       floor: false,
     }
   : {
@@ -29,6 +31,7 @@ const plan = quick
       growthTurns: 50,
       landing: { groups: 600, repeats: 3 },
       tokens: { groups: 16, repeats: 4 },
+      remote: { groups: 16, repeats: 4 },
       floor: true,
     };
 
@@ -42,30 +45,39 @@ function sayOverhead(o: OverheadResult, note = ""): void {
   );
 }
 
-const pipeline = await withBenchStack(async (bench) => {
-  say(
-    `overhead: ${plan.overhead.groups} guess-number groups of 8, ${plan.overhead.repeats} repeat(s)`,
-  );
-  const overhead = await measureOverhead(bench, { ...plan.overhead, stream: true });
-  sayOverhead(overhead);
-  const ideal: IdealPoint[] = [];
-  for (const c of plan.concurrency) {
-    const point = await measureIdeal(bench, c, plan.turns);
+// The Python environment the remote-step part measures, registered on the main stack.
+const python = await startPythonGuessNumber();
+const pipeline = await withBenchStack(
+  async (bench) => {
     say(
-      `C=${c}: achieved/ideal ${point.ratio.toFixed(2)}, overhead p50 ${point.overheadMsP50} ms, p99 ${point.overheadMsP99} ms, RSS ${point.peakRssMb.toFixed(0)} MB, workerd ${point.workerdCores.toFixed(2)} cores`,
+      `overhead: ${plan.overhead.groups} guess-number groups of 8, ${plan.overhead.repeats} repeat(s)`,
     );
-    ideal.push(point);
-  }
-  const growth = await measureGrowth(bench, plan.growthTurns);
-  say(
-    `growth: ${growth.turns} turns, ${growth.storedTotal} bytes stored, token object ${growth.tokenObjectBytes} bytes for ${growth.tokensHeld} tokens (${growth.tokenBytesPerToken.toFixed(2)} B/token)`,
-  );
-  const tokens = await measureTokenCpu(bench, plan.tokens);
-  say(
-    `tokens: ${tokens.cpuMsPerTurnWith.toFixed(2)} ms CPU per turn with, ${tokens.cpuMsPerTurnWithout.toFixed(2)} without (ratio ${tokens.ratio.toFixed(2)})`,
-  );
-  return { overhead, ideal, growth, tokens };
-});
+    const overhead = await measureOverhead(bench, { ...plan.overhead, stream: true });
+    sayOverhead(overhead);
+    const ideal: IdealPoint[] = [];
+    for (const c of plan.concurrency) {
+      const point = await measureIdeal(bench, c, plan.turns);
+      say(
+        `C=${c}: achieved/ideal ${point.ratio.toFixed(2)}, overhead p50 ${point.overheadMsP50} ms, p99 ${point.overheadMsP99} ms, RSS ${point.peakRssMb.toFixed(0)} MB, workerd ${point.workerdCores.toFixed(2)} cores`,
+      );
+      ideal.push(point);
+    }
+    const growth = await measureGrowth(bench, plan.growthTurns);
+    say(
+      `growth: ${growth.turns} turns, ${growth.storedTotal} bytes stored, token object ${growth.tokenObjectBytes} bytes for ${growth.tokensHeld} tokens (${growth.tokenBytesPerToken.toFixed(2)} B/token)`,
+    );
+    const tokens = await measureTokenCpu(bench, plan.tokens);
+    say(
+      `tokens: ${tokens.cpuMsPerTurnWith.toFixed(2)} ms CPU per turn with, ${tokens.cpuMsPerTurnWithout.toFixed(2)} without (ratio ${tokens.ratio.toFixed(2)})`,
+    );
+    const remote = await measureRemoteStep(bench, plan.remote);
+    say(
+      `remote step: ${remote.remoteCpuMsPerTurn.toFixed(2)} ms CPU per turn over HTTP, ${remote.builtInCpuMsPerTurn.toFixed(2)} built in (ratio ${remote.cpuRatio.toFixed(2)}); turn ${remote.remoteTurnMs.toFixed(1)} vs ${remote.builtInTurnMs.toFixed(1)} ms`,
+    );
+    return { overhead, ideal, growth, tokens, remote };
+  },
+  { vars: { REMOTE_ENVS: JSON.stringify({ [REMOTE_NAME]: python.url }) } },
+).finally(() => python.child.kill());
 // The platform's floor at C = 1,024 in the same run: a Worker making only a turn's calls.
 let floor: FloorPoint | null = null;
 if (plan.floor) {

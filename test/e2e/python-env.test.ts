@@ -3,7 +3,7 @@
 // REMOTE_ENVS only, rolled out by the Worker under `wrangler dev` against the simulator. Its
 // episodes must land as the TypeScript guess-number's do for the same samples.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,43 +12,44 @@ import { EdgerollClient } from "../../src/client/edgeroll-client";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const TOKEN = "python-env-e2e-secret";
-let python: ChildProcess;
+const servers: ChildProcess[] = [];
 let stack: LocalStack;
 let state: string;
 let api: EdgerollClient;
 
-/** Starts the Python server on a free port; resolves with its URL from its "serving" line. */
-function servePython(): Promise<string> {
-  python = spawn(
+/** Starts a Python server on a free port; resolves with its URL from its "serving" line. */
+function servePython(file: string, name: string): Promise<string> {
+  const child = spawn(
     "python3",
-    ["-m", "edgeroll_env", "serve", "python/edgeroll_env/starters/guess_number.py"].concat([
-      "--port",
-      "0",
-      "--name",
-      "guess-number-py",
-      "--token",
-      TOKEN,
-    ]),
+    ["-m", "edgeroll_env", "serve", file, "--port", "0", "--name", name, "--token", TOKEN],
     { cwd: ROOT, env: { ...process.env, PYTHONPATH: join(ROOT, "python") }, detached: true },
   );
+  servers.push(child);
   return new Promise((done, fail) => {
     let out = "";
-    python.stdout?.on("data", (chunk: Buffer) => {
+    child.stdout?.on("data", (chunk: Buffer) => {
       out += chunk.toString();
       const url = /serving \S+ on (http:\/\/\S+)/.exec(out)?.[1];
       if (url) done(url);
     });
-    python.stderr?.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    python.on("exit", (code) => fail(new Error(`the Python server exited (${code}):\n${out}`)));
+    child.stderr?.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.on("exit", (code) => fail(new Error(`the Python server exited (${code}):\n${out}`)));
   });
 }
 
 beforeAll(async () => {
-  const url = await servePython();
+  const remote = {
+    "guess-number-py": await servePython(
+      "python/edgeroll_env/starters/guess_number.py",
+      "guess-number-py",
+    ),
+    // The seed's tool-calling AgentEnv, imports and all, with a real run_tool.
+    "agent-env-py": await servePython("examples/python/agent_env.py", "agent-env-py"),
+  };
   state = mkdtempSync(join(tmpdir(), "edgeroll-python-env-"));
   stack = await startLocalStack({
     persistTo: state,
-    vars: { REMOTE_ENVS: JSON.stringify({ "guess-number-py": url }) },
+    vars: { REMOTE_ENVS: JSON.stringify(remote) },
     secrets: { REMOTE_ENV_TOKEN: TOKEN },
   });
   api = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin });
@@ -56,7 +57,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  if (python) await stopProcessGroup(python);
+  for (const child of servers) await stopProcessGroup(child);
   if (state) rmSync(state, { recursive: true, force: true });
 });
 
@@ -88,6 +89,35 @@ describe("a Python environment over HTTP, under wrangler dev", () => {
         );
         expect(episode.score).toBe(twin?.score);
         expect(episode.per_turn_rewards).toEqual(twin?.per_turn_rewards);
+      }
+    }
+  }, 240_000);
+
+  it("lands the seed's AgentEnv, played by the simulator's tool-calling player", async () => {
+    const rows = readFileSync(join(ROOT, "examples/python/agent_env.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    const groups = await Promise.all(
+      rows.slice(0, 3).map(async (example) => {
+        const { group_id } = await api.startGroup({
+          env: "agent-env-py",
+          example,
+          group_size: 2,
+          run_id: "python-agent-env",
+          sampling: { model: "sim", temperature: 0 },
+        });
+        return api.waitForGroup(group_id, { timeoutMs: 90_000, intervalMs: 200 });
+      }),
+    );
+    for (const group of groups) {
+      expect(group.status).toBe("landed");
+      for (const e of group.episodes) {
+        const episode = await api.getEpisode(e.episode_id);
+        expect(episode.status).toBe("completed");
+        expect(episode.success).toBe(true);
+        // Its tools ran: the environment answered tool calls with their results.
+        expect(episode.messages.some((m) => m.content.includes("<tool_result>"))).toBe(true);
       }
     }
   }, 240_000);

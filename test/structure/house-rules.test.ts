@@ -23,6 +23,7 @@ const text = new Map(files.map((f) => [f, readFileSync(join(ROOT, f), "utf8")]))
 /** Where an end reason's string appears meaning something else, and what it means there. */
 const OTHER_MEANINGS: Record<string, Record<string, string>> = {
   internal_error: { "src/api/errors.ts": "the API's error code for a 500" },
+  done: { "src/cli/env-templates-python.ts": "the remote protocol's step field, in Python" },
   env_error: {
     "src/cli/env-serve.ts": "the remote protocol's error code for an environment that threw",
     "test/setup/remote-env-server.ts": "the remote protocol's error code, sent on purpose",
