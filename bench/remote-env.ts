@@ -73,7 +73,7 @@ async function measure(bench: BenchStack, runId: string, env: string, groups: nu
   await pMap(batch, (request) => bench.client.startGroup(request), { concurrency: 16 });
   await waitForRun(bench.client, runId, batch.length);
   const turns = bench.simRequests("sim") - turnsBefore;
-  const page = await bench.client.listEpisodes({ run_id: runId, limit: 1000 });
+  const page = await bench.client.listEpisodes({ run_id: runId, limit: 500 });
   const perTurn = page.episodes
     .filter((e) => e.turns > 0)
     .map((e) => (e.latency_ms ?? 0) / e.turns);
