@@ -119,7 +119,7 @@ const WORKERD_TESTS = [
 ] as const;
 
 export function renderReport(): void {
-  const suites = ["host", "env", "trainer", "input"]
+  const suites = ["host", "env", "remote", "trainer", "input"]
     .map((name) =>
       read<{ date: string; short: boolean; seconds: number; rows: Row[] }>(`faults-${name}`),
     )

@@ -1,14 +1,25 @@
 /**
- * `npm run reliability [-- --short] [--suites host,env,trainer,input]`: runs the fault suites
+ * `npm run reliability [-- --short] [--suites host,env,remote,trainer,input]`: runs the fault suites
  * against a real local stack and rewrites RELIABILITY.md from every result on file.
  */
 import { EdgerollClient } from "../src/client/edgeroll-client";
+import { startRemoteEnvFixture } from "../test/setup/remote-env-server";
 import { flag, option, withStack, writeResult } from "./harness";
 import { renderReport } from "./report";
-import { badInput, envFaults, hostFaults, type Row, trainerFaults } from "./suites";
+import {
+  badInput,
+  envFaults,
+  hostFaults,
+  type Row,
+  remoteEnvFaults,
+  trainerFaults,
+} from "./suites";
 
 const short = flag("short");
-const suites = option("suites", "host,env,trainer,input").split(",");
+const suites = option("suites", "host,env,remote,trainer,input").split(",");
+// A remote environment server with faults on demand (guess-number over HTTP), for the remote suite.
+const REMOTE_TOKEN = "reliability-remote-env";
+const remote = await startRemoteEnvFixture(REMOTE_TOKEN);
 const started = Date.now();
 
 const rows = await withStack(
@@ -20,7 +31,9 @@ const rows = await withStack(
       STEP_TIMEOUT_S: "2",
       HEARTBEAT_S: "2",
       MAX_INFLIGHT_GENERATIONS: "512",
+      REMOTE_ENVS: JSON.stringify({ "guess-number-remote": remote.url }),
     },
+    secrets: { REMOTE_ENV_TOKEN: REMOTE_TOKEN },
     sim: { latency: { ttftMs: 20, msPerToken: 2, msPerPromptToken: 0 } },
   },
   async (stack) => {
@@ -44,12 +57,15 @@ const rows = await withStack(
     };
     await run("host", () => hostFaults(stack, client, short ? 2 : 6));
     await run("env", () => envFaults(client, short ? 2 : 4));
+    await run("remote", () => remoteEnvFaults(client, short ? 2 : 4));
     await run("trainer", () => trainerFaults(stack, client, short ? 12 : 24));
     await run("input", () => badInput(stack, short ? 3 : 10));
     return all;
   },
 );
 
+remote.server.closeAllConnections();
+remote.server.close();
 renderReport();
 const failed = rows.filter((r) => !r.ok);
 for (const row of failed) console.error(`NOT AS EXPECTED: ${row.fault}: ${row.outcome}`);

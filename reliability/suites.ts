@@ -489,3 +489,87 @@ export async function badInput(stack: LocalStack, repeats: number): Promise<Row[
   });
   return rows;
 }
+
+/** Faults of an environment served over HTTP (REMOTE_ENVS), one per example by the fixture. */
+const REMOTE_CASES: { fault: string; label: string; env: string; reason: string | null }[] = [
+  {
+    fault: "garbage",
+    label: "answers a step with text that is not JSON",
+    env: "guess-number-remote",
+    reason: END.env_error,
+  },
+  {
+    fault: "wrong_shape",
+    label: "answers a step with JSON outside the protocol",
+    env: "guess-number-remote",
+    reason: END.env_error,
+  },
+  {
+    fault: "error",
+    label: "answers a step with a 500 env_error",
+    env: "guess-number-remote",
+    reason: END.env_error,
+  },
+  {
+    fault: "slow",
+    label: "answers a step after STEP_TIMEOUT_S",
+    env: "guess-number-remote",
+    reason: END.step_timeout,
+  },
+  {
+    fault: "down_after_start",
+    label: "opens episodes, then drops every connection",
+    env: "guess-number-remote",
+    reason: END.env_unavailable,
+  },
+  {
+    fault: "busy_once",
+    label: "answers each call's first attempt 503 Retry-After: 0",
+    env: "guess-number-remote",
+    reason: null,
+  },
+];
+
+export async function remoteEnvFaults(client: EdgerollClient, groups: number): Promise<Row[]> {
+  return pMap(
+    REMOTE_CASES,
+    async (c) => {
+      const runId = `remote-${c.fault}`;
+      // Half the groups ask for the fault, half are healthy, on the same server, at once.
+      const requests = Array.from({ length: groups * 2 }, (_, i) => ({
+        env: c.env,
+        example: {
+          id: `${runId}-${i}`,
+          input: "Find the number.",
+          metadata: {
+            secret: 1 + ((i * 53) % 100),
+            ...(i % 2 === 0 ? { remote_fault: c.fault } : {}),
+          },
+        },
+        group_size: 4,
+        run_id: runId,
+        sampling: { model: "sim", temperature: 1, seed: 300 + i * 4, max_completion_tokens: 64 },
+      }));
+      const landed = await landGroups(client, requests);
+      const episodes = await episodesOf(client, runId);
+      const check = integrity(landed, episodes);
+      const struck = (e: Episode) => Number(e.example_id.split("-").at(-1)) % 2 === 0;
+      const wrong = episodes.filter((e) =>
+        struck(e) && c.reason !== null ? e.failure_reason !== c.reason : e.status === "failed",
+      );
+      return {
+        fault: `remote environment: ${c.label}`,
+        tried: `${groups * 2} groups, ${check.expected} episodes, ${episodes.filter(struck).length} of them struck`,
+        outcome: `${outcomeOf(landed, episodes)}; ${wrong.length} episodes ended otherwise than expected`,
+        expected:
+          c.reason === null
+            ? "retried with the same Idempotency-Key: every episode completes"
+            : `only the struck episodes fail (${c.reason}); the healthy groups land`,
+        lost: check.lost,
+        duplicated: check.duplicated,
+        ok: check.lost === 0 && check.duplicated === 0 && wrong.length === 0,
+      };
+    },
+    { concurrency: REMOTE_CASES.length },
+  );
+}

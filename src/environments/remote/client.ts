@@ -54,6 +54,9 @@ export async function callRemote<S extends z.ZodType>(
   const url = `${target.baseUrl.replace(/\/+$/, "")}${path}`;
   const what = `remote environment "${target.name}" ${method} ${path}`;
   const deadline = Date.now() + timeoutMs;
+  // No new attempt starts in the deadline's last quarter: a server that keeps failing is then
+  // reported unavailable before the caller's own timer (the same deadline) calls it a timeout.
+  const retriesEnd = deadline - timeoutMs / 4;
   const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   if (target.token) headers.authorization = `Bearer ${target.token}`;
@@ -73,7 +76,9 @@ export async function callRemote<S extends z.ZodType>(
     } catch (error) {
       if (Date.now() >= deadline) break;
       last = errorMessage(error);
-      await sleep(Math.min(backoffDelayMs(attempt, { baseMs: 200, maxMs: 2000 }), left));
+      const wait = backoffDelayMs(attempt, { baseMs: 200, maxMs: 2000 });
+      if (attempt === ATTEMPTS || Date.now() + wait >= retriesEnd) break;
+      await sleep(wait);
       continue;
     }
     const text = await response.text();
@@ -82,7 +87,8 @@ export async function callRemote<S extends z.ZodType>(
       const asked = parseRetryAfter(response.headers.get("retry-after"));
       const wait =
         asked === undefined ? backoffDelayMs(attempt, { baseMs: 200, maxMs: 2000 }) : asked * 1000;
-      if (wait > MAX_RETRY_AFTER_MS || Date.now() + wait >= deadline) break;
+      if (attempt === ATTEMPTS || wait > MAX_RETRY_AFTER_MS || Date.now() + wait >= retriesEnd)
+        break;
       await sleep(wait);
       continue;
     }
@@ -95,10 +101,7 @@ export async function callRemote<S extends z.ZodType>(
       "timed_out",
       `${what} ran past ${timeoutMs / 1000} s${last ? ` (${last})` : ""}`,
     );
-  throw new RemoteEnvError(
-    "unavailable",
-    `${what}: ${last || "no answer"} after ${ATTEMPTS} attempts`,
-  );
+  throw new RemoteEnvError("unavailable", `${what}: ${last || "no answer"}, retries exhausted`);
 }
 
 /** The server's `{error: {code, message}}`, or the start of whatever it sent instead. */
