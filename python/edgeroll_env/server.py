@@ -115,12 +115,15 @@ class EnvRequestHandler(BaseHTTPRequestHandler):
         raw = self._read_body()
         if not self.server.inflight.acquire(blocking=False):
             raise HttpError(503, "busy", "the environment is busy; retry", {"Retry-After": "1"})
+        # The slot is the environment's work, not the reply's bytes: it is free again before the
+        # client can read the answer, so a client's next call never finds its own call's slot.
         try:
-            self._answer(path, raw)
+            status, payload, headers = self._answer(path, raw)
         finally:
             self.server.inflight.release()
+        self._send(status, payload, headers)
 
-    def _answer(self, path: str, raw: bytes) -> None:
+    def _answer(self, path: str, raw: bytes) -> tuple[int, bytes, dict | None]:
         try:
             body = json.loads(
                 raw.decode("utf-8") if raw else "null", parse_constant=_reject_constant
@@ -133,8 +136,7 @@ class EnvRequestHandler(BaseHTTPRequestHandler):
         compute = lambda: encode(handler(body))  # noqa: E731
         key = self.headers.get("Idempotency-Key")
         if key is None:
-            self._send(200, compute())
-            return
+            return 200, compute(), None
         if key == "" or len(key) > MAX_KEY_LENGTH:
             raise HttpError(
                 400, "bad_request", f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters"
@@ -143,7 +145,7 @@ class EnvRequestHandler(BaseHTTPRequestHandler):
             json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
         answer, replayed = self.server.cache.run(path, key, fingerprint, compute)
-        self._send(200, answer, {"Idempotent-Replayed": "true"} if replayed else None)
+        return 200, answer, {"Idempotent-Replayed": "true"} if replayed else None
 
     def _authorise(self) -> None:
         token = self.server.token

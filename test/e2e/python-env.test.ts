@@ -8,7 +8,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalStack, startLocalStack, stopProcessGroup } from "../../src/cli/local-stack";
-import { EdgerollClient } from "../../src/client/edgeroll-client";
+import { EdgerollClient, EdgerollError } from "../../src/client/edgeroll-client";
+import { END } from "../../src/rollout/outcomes";
+import { deadUrl } from "../setup/remote-env-server";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const TOKEN = "python-env-e2e-secret";
@@ -45,11 +47,16 @@ beforeAll(async () => {
     ),
     // The seed's tool-calling AgentEnv, imports and all, with a real run_tool.
     "agent-env-py": await servePython("examples/python/agent_env.py", "agent-env-py"),
+    // guess-number that hangs or answers garbage on demand (metadata.fault).
+    "faulty-py": await servePython("python/tests/fixtures/faulty_guess.py", "faulty-py"),
+    // Registered, and nothing listens there.
+    "down-py": await deadUrl(),
   };
   state = mkdtempSync(join(tmpdir(), "edgeroll-python-env-"));
   stack = await startLocalStack({
     persistTo: state,
-    vars: { REMOTE_ENVS: JSON.stringify(remote) },
+    // Seconds, so the hanging environment's episodes time out within the test.
+    vars: { REMOTE_ENVS: JSON.stringify(remote), STEP_TIMEOUT_S: "3" },
     secrets: { REMOTE_ENV_TOKEN: TOKEN },
   });
   api = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin });
@@ -91,6 +98,55 @@ describe("a Python environment over HTTP, under wrangler dev", () => {
         expect(episode.per_turn_rewards).toEqual(twin?.per_turn_rewards);
       }
     }
+  }, 240_000);
+
+  it("fails only the episodes of a Python environment that hangs, answers garbage or is down, naming why", async () => {
+    const cases = [
+      ["slow", END.step_timeout],
+      ["garbage", END.env_error],
+      ["none", null],
+    ] as const;
+    const groups = await Promise.all(
+      cases.map(async ([fault]) => {
+        const { group_id } = await api.startGroup({
+          env: "faulty-py",
+          example: {
+            id: `py-fault-${fault}`,
+            input: "Find the number.",
+            metadata: { secret: 40, fault },
+          },
+          group_size: 2,
+          run_id: "python-faults",
+          sampling: { model: "sim", temperature: 1, seed: 5 },
+        });
+        return api.waitForGroup(group_id, { timeoutMs: 90_000, intervalMs: 200 });
+      }),
+    );
+    for (const [i, [fault, reason]] of cases.entries()) {
+      for (const e of groups[i]?.episodes ?? []) {
+        const episode = await api.getEpisode(e.episode_id);
+        expect([fault, episode.status, episode.failure_reason]).toEqual(
+          reason === null ? [fault, "completed", null] : [fault, "failed", reason],
+        );
+      }
+    }
+    // Down when a group starts: refused with a 503, and nothing stored.
+    const refused = await api
+      .startGroup({
+        env: "down-py",
+        example: { id: "py-down", input: "Find the number.", metadata: { secret: 3 } },
+        group_size: 1,
+        run_id: "python-faults",
+        sampling: { model: "sim" },
+      })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(EdgerollError);
+    expect((refused as EdgerollError).status).toBe(503);
+    expect((refused as EdgerollError).code).toBe("environment_unavailable");
+    expect(
+      (await api.getRun("python-faults")).groups.landed +
+        (await api.getRun("python-faults")).groups.failed,
+    ).toBe(3);
   }, 240_000);
 
   it("lands the seed's AgentEnv, played by the simulator's tool-calling player", async () => {
