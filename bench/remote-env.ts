@@ -6,15 +6,13 @@
  * Python process's own CPU is not counted: it is the environment's), and a turn's latency is
  * an episode's wall time over its turns, with the simulator answering at once.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { resolve } from "node:path";
 import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
+import { servePythonEnvironment } from "../test/setup/python-env-server";
 import { workerdCpuMs } from "./proc";
 import { type BenchStack, median, waitForRun } from "./stack";
 
 export const REMOTE_NAME = "guess-number-py";
-const ROOT = resolve(import.meta.dirname, "..");
 
 export interface RemoteStepResult {
   groups: number;
@@ -28,28 +26,9 @@ export interface RemoteStepResult {
   runs: { builtInCpu: number; remoteCpu: number; builtInTurnMs: number; remoteTurnMs: number }[];
 }
 
-/** The Python guess-number on a free port; resolves once it prints where it listens. */
-export function startPythonGuessNumber(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(
-    "python3",
-    ["-m", "edgeroll_env", "serve", "python/edgeroll_env/starters/guess_number.py"].concat([
-      "--port",
-      "0",
-      "--name",
-      REMOTE_NAME,
-    ]),
-    { cwd: ROOT, env: { ...process.env, PYTHONPATH: resolve(ROOT, "python") } },
-  );
-  return new Promise((done, fail) => {
-    let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const url = /serving \S+ on (http:\/\/\S+)/.exec(out)?.[1];
-      if (url) done({ url, child });
-    });
-    child.stderr?.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    child.on("exit", (code) => fail(new Error(`the Python environment exited (${code}):\n${out}`)));
-  });
+/** The Python guess-number on a free port. */
+export function startPythonGuessNumber() {
+  return servePythonEnvironment("python/edgeroll_env/starters/guess_number.py", REMOTE_NAME);
 }
 
 function requests(runId: string, env: string, groups: number): StartGroupInput[] {

@@ -2,7 +2,7 @@
 // the seed's `freesolo.*` imports) served by `python3 -m edgeroll_env serve`, registered with
 // REMOTE_ENVS only, rolled out by the Worker under `wrangler dev` against the simulator. Its
 // episodes must land as the TypeScript guess-number's do for the same samples.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalStack, startLocalStack, stopProcessGroup } from "../../src/cli/local-stack";
 import { EdgerollClient, EdgerollError } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
+import { servePythonEnvironment } from "../setup/python-env-server";
 import { deadUrl } from "../setup/remote-env-server";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -19,24 +20,11 @@ let stack: LocalStack;
 let state: string;
 let api: EdgerollClient;
 
-/** Starts a Python server on a free port; resolves with its URL from its "serving" line. */
-function servePython(file: string, name: string): Promise<string> {
-  const child = spawn(
-    "python3",
-    ["-m", "edgeroll_env", "serve", file, "--port", "0", "--name", name, "--token", TOKEN],
-    { cwd: ROOT, env: { ...process.env, PYTHONPATH: join(ROOT, "python") }, detached: true },
-  );
+/** A Python server the test stops at the end, with the test's bearer token. */
+async function servePython(file: string, name: string): Promise<string> {
+  const { url, child } = await servePythonEnvironment(file, name, { token: TOKEN, detached: true });
   servers.push(child);
-  return new Promise((done, fail) => {
-    let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const url = /serving \S+ on (http:\/\/\S+)/.exec(out)?.[1];
-      if (url) done(url);
-    });
-    child.stderr?.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    child.on("exit", (code) => fail(new Error(`the Python server exited (${code}):\n${out}`)));
-  });
+  return url;
 }
 
 beforeAll(async () => {
