@@ -7,7 +7,7 @@ const LAYERS = [
   ["utils"], // small helpers that know nothing of edgeroll
   ["sdk", "tokens"], // the environment SDK; token-exact episodes, as arrays and bytes
   ["environments", "inference", "db", "config.ts", "sim"],
-  ["env-workers", "trainer"],
+  ["env-workers", "trainer", "distill"], // the teacher of on-policy distillation
   ["rollout"], // the group object, its storage, turns, rewards, landing
   ["views"], // the read side: what the API answers and the dashboard shows
   ["api", "dashboard"],

@@ -48,6 +48,7 @@ export default defineConfig({
                 HEARTBEAT_S: "1",
                 STEP_TIMEOUT_S: "5",
                 SCORE_TIMEOUT_S: "2",
+                TEACHER_TIMEOUT_S: "10",
                 MAX_DELIVERIES: "3",
                 API_TOKENS: JSON.stringify(TEST_TOKENS),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),

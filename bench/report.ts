@@ -8,6 +8,7 @@ import type { IdealPoint } from "./ideal";
 import type { LandingResult } from "./landing";
 import type { OverheadResult } from "./overhead";
 import type { RemoteStepResult } from "./remote-env";
+import type { TokenInResult } from "./token-in";
 import type { TokenCpuResult } from "./tokens";
 
 export interface BenchReport {
@@ -25,6 +26,8 @@ export interface BenchReport {
   tokens: TokenCpuResult;
   /** Built-in guess-number against its Python twin over HTTP, same transcripts. */
   remote: RemoteStepResult;
+  /** Token-in generation against chat mode, and teacher scoring's cost per sampled token. */
+  tokenIn: TokenInResult;
   /** The C = 1,024 floor Worker, measured in the same run (full runs only). */
   floor: FloorPoint | null;
 }
@@ -73,6 +76,14 @@ export function resultsJson(report: BenchReport) {
     builtin_step_cpu_ms_per_turn: report.remote.builtInCpuMsPerTurn,
     remote_step_turn_ms: report.remote.remoteTurnMs,
     builtin_step_turn_ms: report.remote.builtInTurnMs,
+    token_in_cpu_ratio: report.tokenIn.cpuRatio,
+    token_in_cpu_ms_per_turn: report.tokenIn.tokensCpuMsPerTurn,
+    chat_cpu_ms_per_turn: report.tokenIn.chatCpuMsPerTurn,
+    token_in_throughput_ratio: report.tokenIn.throughputRatio,
+    token_in_turns_per_s: report.tokenIn.tokensTurnsPerS,
+    chat_turns_per_s: report.tokenIn.chatTurnsPerS,
+    teacher_cpu_us_per_token: report.tokenIn.teacherCpuUsPerToken,
+    teacher_wall_us_per_token: report.tokenIn.teacherWallUsPerToken,
     r2_local_puts_per_s: report.landing.r2PutsPerS,
     r2_local_gets_per_s: report.landing.r2GetsPerS,
     peak_rss_mb: Math.max(...report.ideal.map((p) => p.peakRssMb)),
@@ -87,6 +98,7 @@ export function resultsJson(report: BenchReport) {
       landing: report.landing,
       tokens: report.tokens,
       remote: report.remote,
+      tokenIn: report.tokenIn,
       floor: report.floor,
     },
     machine: machine(),
@@ -204,6 +216,24 @@ function rows(r: Results): [string, string, string, boolean | null][] {
       "—",
       null,
     ],
+    [
+      "Token-in: workerd CPU per turn, generation tokens / chat (256-token completions)",
+      fmt(r.token_in_cpu_ratio),
+      "—",
+      null,
+    ],
+    [
+      "… turns per second end to end, tokens / chat",
+      `${fmt(r.token_in_throughput_ratio)} (${fmt(r.token_in_turns_per_s, 0)} / ${fmt(r.chat_turns_per_s, 0)})`,
+      "—",
+      null,
+    ],
+    [
+      "Teacher scoring (OPD): workerd CPU / wall time added per sampled token (µs)",
+      `${fmt(r.teacher_cpu_us_per_token, 1)} / ${fmt(r.teacher_wall_us_per_token, 1)}`,
+      "—",
+      null,
+    ],
     ["Peak workerd RSS (MB)", fmt(r.peak_rss_mb, 0), "< 512", r.peak_rss_mb < 512],
     [
       "… the platform floor's peak RSS at C = 1024 (same run)",
@@ -284,6 +314,8 @@ What each figure is:
 - **Token CPU ratio**: workerd CPU per turn with tokens over the same marathon groups with \`tokens: "off"\` (8 turns, 256-token completions, same seeds, alternating order; ${fmt(r.details.tokens.cpuMsPerTurnWith)} vs ${fmt(r.details.tokens.cpuMsPerTurnWithout)} ms): asking for the token fields, reading them from the stream, storing each turn's tokens and landing the token object.
 - **Token bytes per token**: the growth episode's token object over the tokens it holds (each turn's new prompt tokens and its completion): 4 bytes per id, 4 per completion logprob, and a JSON header of about 120 bytes per turn.
 - **Remote step**: the same guess-number groups (same seeds, so the same transcripts) against the built-in environment and against its Python twin served over HTTP by \`python3 -m edgeroll_env serve\` and registered by REMOTE_ENVS (${r.details.remote.groups} groups of 8, ${r.details.remote.repeats} repeats, alternating order): workerd CPU per turn, ${fmt(r.details.remote.remoteCpuMsPerTurn)} vs ${fmt(r.details.remote.builtInCpuMsPerTurn)} ms, is what the step's HTTP call (and its schema check) costs the platform in place of running the code in the step worker; the Python process's own CPU is not counted. A turn's latency is an episode's wall time over its turns, the median over the run's episodes, with the simulator answering at once.
+- **Token-in**: the same marathon groups (8 turns, 256-token completions, same seeds, rotating order) with \`generation: "chat"\` and \`"tokens"\` (${r.details.tokenIn.groups} groups of 8, ${r.details.tokenIn.repeats} repeats): workerd CPU per turn, ${fmt(r.details.tokenIn.tokensCpuMsPerTurn)} vs ${fmt(r.details.tokenIn.chatCpuMsPerTurn)} ms, and end-to-end turns per second with the simulator answering at once. A token-in turn makes two calls to the host (\`/tokenize\` for the new messages' ids, then \`/v1/completions\` with the prompt as ids) where a chat turn makes one, and sends the whole prompt as a list of ids.
+- **Teacher scoring**: the same token-in groups with \`algorithm: "opd"\` (the simulator's teacher scores each episode's sample with \`prompt_logprobs\`) over the token-in run without: the extra workerd CPU, and the extra wall time of the whole run, divided by the sampled tokens the teacher scored.
 - **Token serving ratio**: lease and ack of the same token-exact episodes, with base64 token samples (\`include: ["tokens"]\`) over without (\`messages\`, \`per_turn\`): each lease reads one R2 object per group and builds the samples.
 
 ## Growth with episode length

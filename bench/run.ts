@@ -10,6 +10,7 @@ import { measureOverhead, type OverheadResult } from "./overhead";
 import { measureRemoteStep, REMOTE_NAME, startPythonGuessNumber } from "./remote-env";
 import { printTable, resultsJson, writeOutputs } from "./report";
 import { withBenchStack } from "./stack";
+import { measureTokenIn } from "./token-in";
 import { measureTokenCpu } from "./tokens";
 
 const quick = process.argv.includes("--quick");
@@ -22,6 +23,7 @@ const plan = quick
       landing: { groups: 50, repeats: 1 },
       tokens: { groups: 4, repeats: 1 },
       remote: { groups: 4, repeats: 1 },
+      tokenIn: { groups: 4, repeats: 1 },
       floor: false,
     }
   : {
@@ -32,6 +34,7 @@ const plan = quick
       landing: { groups: 600, repeats: 3 },
       tokens: { groups: 16, repeats: 4 },
       remote: { groups: 16, repeats: 4 },
+      tokenIn: { groups: 16, repeats: 3 },
       floor: true,
     };
 
@@ -74,7 +77,11 @@ const pipeline = await withBenchStack(
     say(
       `remote step: ${remote.remoteCpuMsPerTurn.toFixed(2)} ms CPU per turn over HTTP, ${remote.builtInCpuMsPerTurn.toFixed(2)} built in (ratio ${remote.cpuRatio.toFixed(2)}); turn ${remote.remoteTurnMs.toFixed(1)} vs ${remote.builtInTurnMs.toFixed(1)} ms`,
     );
-    return { overhead, ideal, growth, tokens, remote };
+    const tokenIn = await measureTokenIn(bench, plan.tokenIn);
+    say(
+      `token-in: ${tokenIn.tokensCpuMsPerTurn.toFixed(2)} ms CPU per turn, chat ${tokenIn.chatCpuMsPerTurn.toFixed(2)} (ratio ${tokenIn.cpuRatio.toFixed(2)}); turns/s ratio ${tokenIn.throughputRatio.toFixed(2)}; teacher ${tokenIn.teacherCpuUsPerToken.toFixed(1)} µs CPU, ${tokenIn.teacherWallUsPerToken.toFixed(1)} µs wall per sampled token`,
+    );
+    return { overhead, ideal, growth, tokens, remote, tokenIn };
   },
   { vars: { REMOTE_ENVS: JSON.stringify({ [REMOTE_NAME]: python.url }) } },
 ).finally(() => python.child.kill());

@@ -7,6 +7,11 @@ const count = (fallback: number) => z.coerce.number().int().nonnegative().defaul
 const ConfigSchema = z.object({
   INFERENCE_BASE_URL: z.url().default("http://127.0.0.1:8000/v1"),
   INFERENCE_API_KEY: z.string().optional(),
+  /** The teacher of on-policy distillation (`algorithm: "opd"`); default: the inference host. */
+  TEACHER_BASE_URL: z.url().optional(),
+  TEACHER_API_KEY: z.string().optional(),
+  /** One teacher scoring call (a prefill of one sample), retries included. */
+  TEACHER_TIMEOUT_S: seconds(300),
   /**
    * Streamed completions keep bytes flowing through a generation of many minutes, which
    * proxies in front of a GPU host would otherwise cut as idle (Cloudflare's edge after 100 s,
@@ -45,6 +50,16 @@ export function configFrom(env: object): Config {
     cache.set(env, config);
   }
   return config;
+}
+
+/** Where the teacher is: TEACHER_BASE_URL, else the inference host (with its key). */
+export function teacherEndpoint(config: Config): { baseUrl: string; apiKey: string | undefined } {
+  return config.TEACHER_BASE_URL === undefined
+    ? {
+        baseUrl: config.INFERENCE_BASE_URL,
+        apiKey: config.TEACHER_API_KEY ?? config.INFERENCE_API_KEY,
+      }
+    : { baseUrl: config.TEACHER_BASE_URL, apiKey: config.TEACHER_API_KEY };
 }
 
 /** Generation deadline for a context size: clamp(per_token * tokens, min, max), in ms. */

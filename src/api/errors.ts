@@ -15,6 +15,8 @@ export type ErrorCode =
   | "not_found"
   | "example_rejected"
   | "environment_unavailable"
+  | "tokenizer_mismatch"
+  | "tokenizer_check_unavailable"
   | "idempotency_conflict"
   | "batch_settled"
   | "internal_error";

@@ -1,6 +1,8 @@
 /** Routes for rollout groups and their episodes. */
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
+import { configFrom } from "../config";
+import { checkSharedTokenizer } from "../distill/tokenizer-check";
 import { environmentsOf } from "../env-workers/environments";
 import {
   environmentNames,
@@ -67,6 +69,14 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
       const remote = environmentsOf(c.env);
       checkEnvironment(request.env, remote);
       await checkExample(request, remote);
+      if (request.teacher !== undefined) {
+        const check = await checkSharedTokenizer(
+          configFrom(c.env),
+          request.sampling.model,
+          request.teacher.model,
+        );
+        if (!check.ok) throw new ApiError(check.status, check.code, check.message);
+      }
       const spec = await newGroupSpec(request, key);
       const started = await rolloutGroup(c.env, spec.groupId).start(spec);
       if (started.outcome === "conflict") {

@@ -150,6 +150,9 @@ withApi(program.command("run"))
   .option("--policy-version <n>", "the policy generating the episodes", "0")
   .option("--credit-assignment <kind>", "per_episode or per_turn", "per_episode")
   .option("--tokens <mode>", "token-exact episodes: auto, required or off", "auto")
+  .option("--generation <mode>", "chat (the host renders prompts) or tokens (token-in)", "chat")
+  .option("--algorithm <name>", "grpo, or opd (on-policy distillation, with --teacher)", "grpo")
+  .option("--teacher <model>", "the teacher model for --algorithm opd (on TEACHER_BASE_URL)")
   .option("--limit <n>", "only the first n examples")
   .action(run);
 

@@ -26,6 +26,9 @@ export interface RunFlags {
   policyVersion: string;
   creditAssignment: string;
   tokens: string;
+  generation: string;
+  algorithm: string;
+  teacher?: string;
   limit?: string;
 }
 
@@ -80,6 +83,12 @@ export async function run(flags: RunFlags): Promise<void> {
   }
   if (!["auto", "required", "off"].includes(flags.tokens))
     throw new CliError(`--tokens must be auto, required or off, got "${flags.tokens}"`);
+  if (flags.generation !== "chat" && flags.generation !== "tokens")
+    throw new CliError(`--generation must be chat or tokens, got "${flags.generation}"`);
+  if (flags.algorithm !== "grpo" && flags.algorithm !== "opd")
+    throw new CliError(`--algorithm must be grpo or opd, got "${flags.algorithm}"`);
+  if ((flags.algorithm === "opd") !== (flags.teacher !== undefined))
+    throw new CliError("--algorithm opd and --teacher <model> go together");
   const runId = flags.run ?? defaultRunId(flags.env, flags.dataset);
   const client = apiClient(flags);
   const job = {
@@ -92,6 +101,9 @@ export async function run(flags: RunFlags): Promise<void> {
       policy_version: int("policy-version", flags.policyVersion, 0, 2 ** 31 - 1),
       credit_assignment: flags.creditAssignment as "per_episode" | "per_turn",
       tokens: flags.tokens as "auto" | "required" | "off",
+      generation: flags.generation as "chat" | "tokens",
+      algorithm: flags.algorithm as "grpo" | "opd",
+      ...(flags.teacher === undefined ? {} : { teacher: { model: flags.teacher } }),
       ...(flags.maxContextTokens
         ? { max_context_tokens: int("max-context-tokens", flags.maxContextTokens, 64, 2_097_152) }
         : {}),

@@ -5,7 +5,8 @@
  * - `trl`: what a TRL GRPOTrainer `rollout_func` returns per completion: `prompt_ids` (the
  *   tokens before the first sampled one), `completion_ids` (the rest), `logprobs` (one per
  *   completion token, 0.0 where the environment's tokens sit) and `env_mask` (1 on tokens the
- *   model sampled, 0 on the environment's), plus the episode's reward and advantage.
+ *   model sampled, 0 on the environment's), plus the episode's reward and advantage, and in a
+ *   distilled group `teacher_logprobs` aligned with `completion_ids`.
  * - `atropos`: one Atropos `ScoredDataGroup` per rollout group: `tokens`, `masks` (the token id
  *   where it is trained, -100 elsewhere), `scores` (the episode's reward, once per sequence),
  *   `inference_logprobs` (1.0 where masked, Atropos's placeholder) and per-token `advantages`.
@@ -17,6 +18,8 @@ export interface JsonSample {
   mask: number[];
   logprobs: number[];
   advantages: number[];
+  /** On-policy distillation: the teacher's logprob of each sampled token, 0 elsewhere. */
+  teacher_logprobs?: number[];
 }
 
 export interface SampledEpisode {
@@ -59,6 +62,7 @@ export function trlRows(e: SampledEpisode): object[] {
       completion_ids: s.token_ids.slice(first),
       logprobs: s.logprobs.slice(first),
       env_mask: s.mask.slice(first),
+      ...(s.teacher_logprobs ? { teacher_logprobs: s.teacher_logprobs.slice(first) } : {}),
       ...identity(e),
       turns: s.turns,
     };

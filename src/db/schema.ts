@@ -21,6 +21,11 @@ export const groups = sqliteTable(
     creditAssignment: text("credit_assignment").notNull(),
     creditApplied: text("credit_applied"),
     advantage: text("advantage").notNull(),
+    /** `chat` (the host renders each prompt) or `tokens` (token-in generation). */
+    generation: text("generation").notNull().default("chat"),
+    /** `grpo`, or `opd` (on-policy distillation from `teacher_model`). */
+    algorithm: text("algorithm").notNull().default("grpo"),
+    teacherModel: text("teacher_model"),
     warnings: text("warnings", { mode: "json" }).$type<string[]>().notNull(),
     scoreMean: real("score_mean"),
     scoreStd: real("score_std"),
@@ -98,6 +103,13 @@ export const episodes = sqliteTable(
     prefixBreaks: integer("prefix_breaks").notNull().default(0),
     /** Trainer samples the turns make by the merge-or-split rule (prefix breaks + 1). */
     sampleCount: integer("sample_count").notNull().default(0),
+    /** On-policy distillation: the teacher that scored the episode's tokens. */
+    teacherModel: text("teacher_model"),
+    /**
+     * The mean over sampled tokens of `student_logprob - teacher_logprob`: the reverse KL
+     * estimate distillation drives toward 0. Null unless the teacher scored the episode.
+     */
+    reverseKl: real("reverse_kl"),
     responseText: text("response_text").notNull(),
     createdAt: text("created_at").notNull(),
     finishedAt: text("finished_at").notNull(),

@@ -1,4 +1,8 @@
-/** The OpenAI-compatible chat-completions wire format: what edgeroll sends and what it accepts back. */
+/**
+ * The OpenAI-compatible wire format of a generation: what edgeroll sends and what it accepts
+ * back. A chat completion (`/chat/completions`, the host renders the messages), or for token-in
+ * generation a completion from token ids (vLLM's `/completions` with `prompt` as ids).
+ */
 import { z } from "zod";
 import type { ChatMessage, ToolCall } from "../sdk";
 import { TOKEN_REQUEST_FIELDS, type TokenFields } from "./token-fields";
@@ -19,6 +23,11 @@ export interface CompletionRequest {
   stream: boolean;
   /** Ask the host for token ids and logprobs (token-exact episodes). */
   tokens: boolean;
+  /**
+   * Token-in generation: the whole prompt as ids, sent to `/completions`; the messages are then
+   * not sent (they are what the ids say).
+   */
+  prompt?: Int32Array | undefined;
 }
 
 /** A finished generation, reassembled from a stream or read from one JSON body. */
@@ -32,13 +41,38 @@ export interface Completion {
 }
 
 /** Only the fields the OpenAI API defines; edgeroll's metadata never leaves the Worker. */
-function toWire(message: ChatMessage) {
+export function toWire(message: ChatMessage) {
   const { metadata: _metadata, ...wire } = message;
   return wire;
 }
 
+/** Where the request goes, under the host's base URL. */
+export const completionPath = (request: CompletionRequest) =>
+  request.prompt === undefined ? "/chat/completions" : "/completions";
+
+/**
+ * vLLM's completions from a token-id prompt: `logprobs: 0` is the sampled token's logprob only,
+ * `return_token_ids` puts `prompt_token_ids` and `token_ids` on the choice.
+ */
+function tokenPromptBody(request: CompletionRequest, prompt: Int32Array): string {
+  const { sampling } = request;
+  return JSON.stringify({
+    model: sampling.model,
+    prompt: Array.from(prompt),
+    temperature: sampling.temperature,
+    top_p: sampling.top_p,
+    max_tokens: sampling.max_completion_tokens,
+    ...(sampling.stop === undefined ? {} : { stop: sampling.stop }),
+    ...(request.seed === undefined ? {} : { seed: request.seed }),
+    ...(request.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    logprobs: 0,
+    return_token_ids: true,
+  });
+}
+
 export function requestBody(request: CompletionRequest): string {
   const { sampling } = request;
+  if (request.prompt !== undefined) return tokenPromptBody(request, request.prompt);
   return JSON.stringify({
     model: sampling.model,
     messages: request.messages.map(toWire),
@@ -70,13 +104,22 @@ const WireToolCallSchema = z.object({
 export const CompletionBodySchema = z.object({
   choices: z
     .array(
-      z.object({
-        message: z.object({
-          content: z.string().nullish(),
-          tool_calls: z.array(WireToolCallSchema).nullish(),
+      z.union([
+        z.object({
+          message: z.object({
+            content: z.string().nullish(),
+            tool_calls: z.array(WireToolCallSchema).nullish(),
+          }),
+          text: z.undefined().optional(),
+          finish_reason: z.string().nullish(),
         }),
-        finish_reason: z.string().nullish(),
-      }),
+        // A completion's choice (token-in generation): the host's decoding of its tokens.
+        z.object({
+          message: z.undefined().optional(),
+          text: z.string(),
+          finish_reason: z.string().nullish(),
+        }),
+      ]),
     )
     .min(1),
   usage: UsageSchema,

@@ -1,4 +1,7 @@
-/** Reassembles a streamed chat completion: content, tool calls, finish reason and usage. */
+/**
+ * Reassembles a streamed completion: content, tool calls, finish reason and usage. Chat chunks
+ * carry `delta.content`; a token-in completion's chunks carry the choice's `text`.
+ */
 import { createParser } from "eventsource-parser";
 import type { ToolCall } from "../sdk";
 import { type Completion, usageOf } from "./completion";
@@ -11,6 +14,7 @@ const malformed = (detail: string) =>
 /** The fields edgeroll reads from a streamed chunk, all of them optional on the wire. */
 interface Chunk {
   choices?: {
+    text?: unknown;
     delta?: {
       content?: unknown;
       tool_calls?: {
@@ -80,6 +84,7 @@ class StreamedCompletion {
     if (choice === undefined) return;
     const delta = choice.delta;
     if (typeof delta?.content === "string") this.content += delta.content;
+    else if (typeof choice.text === "string") this.content += choice.text;
     for (const part of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
       const index = typeof part.index === "number" ? part.index : 0;
       const call = this.calls[index] ?? {

@@ -3,7 +3,9 @@
  * `return_token_ids` with `prompt_token_ids` on the response (in the first chunk of a stream)
  * and `token_ids` on each choice (each chunk's share of it); SGLang puts both on the choice,
  * and only without streaming. `logprobs: true, top_logprobs: 0` gives one
- * `logprobs.content[]` entry per completion token, the end-of-turn token included.
+ * `logprobs.content[]` entry per completion token, the end-of-turn token included. A completion
+ * from token ids (`/completions`, token-in generation) has both id lists on the choice and its
+ * logprobs as `logprobs.token_logprobs[]`, one number per completion token.
  *
  * The arrays are read by hand, not by schema: a prompt's ids arrive whole every turn, and
  * checking tens of thousands of numbers through a schema would cost more than the turn.
@@ -62,20 +64,27 @@ export class TokenFieldReader {
         for (const id of read) this.completionIds.push(id);
       }
     }
-    const content = (choice.logprobs as { content?: unknown } | null | undefined)?.content;
-    if (Array.isArray(content)) {
-      for (const entry of content) {
-        const logprob = (entry as { logprob?: unknown } | null)?.logprob;
-        if (
-          typeof logprob !== "number" ||
-          !Number.isFinite(logprob) ||
-          logprob <= PLACEHOLDER_LOGPROB
-        ) {
-          this.problem ??= "a completion token came without its logprob";
-          this.logprobs.push(0);
-        } else this.logprobs.push(logprob);
-      }
+    const logprobs = choice.logprobs as
+      | { content?: unknown; token_logprobs?: unknown }
+      | null
+      | undefined;
+    if (Array.isArray(logprobs?.content)) {
+      for (const entry of logprobs.content)
+        this.addLogprob((entry as { logprob?: unknown } | null)?.logprob);
+    } else if (Array.isArray(logprobs?.token_logprobs)) {
+      for (const logprob of logprobs.token_logprobs) this.addLogprob(logprob);
     }
+  }
+
+  private addLogprob(logprob: unknown): void {
+    if (
+      typeof logprob !== "number" ||
+      !Number.isFinite(logprob) ||
+      logprob <= PLACEHOLDER_LOGPROB
+    ) {
+      this.problem ??= "a completion token came without its logprob";
+      this.logprobs.push(0);
+    } else this.logprobs.push(logprob);
   }
 
   /** What the host sent, checked against the counts its usage reports when it reports them. */

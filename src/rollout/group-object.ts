@@ -7,6 +7,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
+import { teachEpisodes } from "../distill/teacher-scoring";
 import { errorMessage } from "../sdk";
 import { TokenStore } from "../tokens/token-store";
 import { backoffDelayMs } from "../utils/backoff";
@@ -15,7 +16,7 @@ import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api"
 import { episodeId, type GroupSpec } from "./group-spec";
 import { type GenerationRow, GroupStore } from "./group-store";
 import { type LandingOutcome, landGroup, landingPayload } from "./landing";
-import { TERMINAL_STATES } from "./outcomes";
+import { END, failed, TERMINAL_STATES } from "./outcomes";
 import { groupPermits } from "./permits";
 import { knownGroupHash, registerGroup } from "./registration";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
@@ -190,6 +191,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     }
     if (group.phase === "scoring") {
       if (this.isWaiting(TIMER_SCORE)) return;
+      await this.distill(group.spec);
       const scored = await scoreEpisodes(
         this.store,
         group.spec,
@@ -230,6 +232,24 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     }
     await this.store.deleteAll();
     this.runtime = null;
+  }
+
+  /** On-policy distillation: the teacher scores the student's tokens before rewards are. */
+  private async distill(spec: GroupSpec): Promise<void> {
+    const { teacher } = spec.request;
+    if (spec.request.algorithm !== "opd" || teacher === undefined) return;
+    const failures = await teachEpisodes({
+      model: teacher.model,
+      tokens: this.tokens,
+      storage: this.ctx.storage,
+      config: this.config,
+      candidates: this.store
+        .episodes()
+        .filter((e) => e.state !== "failed")
+        .map((e) => e.idx),
+    });
+    for (const [idx, problem] of failures)
+      this.store.finish(idx, failed(END.teacher_failed, problem));
   }
 
   private isWaiting(timer: string): boolean {

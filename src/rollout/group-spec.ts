@@ -47,11 +47,41 @@ export const StartGroupRequestSchema = z
      * `off` does not ask.
      */
     tokens: z.enum(["auto", "required", "off"]).default("auto"),
+    /**
+     * `chat`: the host renders the transcript each turn (`/chat/completions`). `tokens`: edgeroll
+     * sends the prompt as ids (`/completions`): the previous prompt, the completion, then the
+     * environment's new messages as the template renders them — never re-rendered, so no
+     * prefix breaks (src/tokens/token-in.ts).
+     */
+    generation: z.enum(["chat", "tokens"]).default("chat"),
+    /** `opd`: on-policy distillation; a teacher scores the student's own tokens after each episode. */
+    algorithm: z.enum(["grpo", "opd"]).default("grpo"),
+    teacher: z.strictObject({ model: z.string().min(1).max(256) }).optional(),
   })
-  .refine((r) => r.sampling.max_completion_tokens < r.max_context_tokens, {
-    message: "must be smaller than max_context_tokens",
-    path: ["sampling", "max_completion_tokens"],
-  });
+  .superRefine((r, ctx) => {
+    const problem = (path: (string | number)[], message: string) =>
+      ctx.addIssue({ code: "custom", path, message });
+    if (r.sampling.max_completion_tokens >= r.max_context_tokens)
+      problem(["sampling", "max_completion_tokens"], "must be smaller than max_context_tokens");
+    if (r.generation === "tokens" && r.tokens === "off")
+      problem(
+        ["generation"],
+        'generation "tokens" builds each prompt from the host\'s token ids: it cannot run with tokens: "off"',
+      );
+    if (r.algorithm === "opd") {
+      if (r.teacher === undefined)
+        problem(["teacher"], 'required with algorithm "opd": {"model": "<teacher model>"}');
+      if (r.tokens === "off")
+        problem(["tokens"], 'algorithm "opd" scores the student\'s token ids: it needs tokens');
+      if (r.credit_assignment === "per_turn")
+        problem(
+          ["credit_assignment"],
+          'algorithm "opd" trains on per-token teacher logprobs: per_turn credit does not apply',
+        );
+    } else if (r.teacher !== undefined) problem(["teacher"], 'only with algorithm "opd"');
+  })
+  // OPD implies token-exact episodes: an episode the teacher cannot score is no use.
+  .transform((r) => (r.algorithm === "opd" ? { ...r, tokens: "required" as const } : r));
 export type StartGroupRequest = z.infer<typeof StartGroupRequestSchema>;
 
 export interface GroupSpec {

@@ -162,6 +162,8 @@ export function landingPayload(store: GroupStore, tokens: TokenLanding | null): 
       : 'the group asked for tokens: "off"',
     prefixBreaks: tokens?.episodes.get(e.idx)?.prefixBreaks ?? 0,
     sampleCount: tokens?.episodes.get(e.idx)?.sampleCount ?? 0,
+    teacherModel: request.teacher?.model ?? null,
+    reverseKl: tokens?.episodes.get(e.idx)?.reverseKl ?? null,
     responseText: e.responseText,
     createdAt: iso(e.startedAt),
     finishedAt: iso(e.finishedAt ?? e.startedAt),

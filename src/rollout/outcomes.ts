@@ -33,6 +33,8 @@ export const FailureReasonSchema = z.enum([
   "inference_malformed",
   "redispatch_limit",
   "tokens_unavailable",
+  // the teacher host (on-policy distillation)
+  "teacher_failed",
   // the environment
   "env_error",
   "env_unavailable",

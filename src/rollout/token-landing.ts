@@ -8,7 +8,7 @@ import { errorMessage } from "../sdk";
 import type { TokenMode } from "../tokens/token-mode";
 import { encodeTokenObject, tokenObjectKey } from "../tokens/token-object";
 import type { TokenStore } from "../tokens/token-store";
-import { logprobSum, prefixBreaks } from "../tokens/turn-tokens";
+import { logprobSum, prefixBreaks, type TurnTokens } from "../tokens/turn-tokens";
 import type { GroupSpec } from "./group-spec";
 import type { LandingOutcome } from "./landing-outcome";
 
@@ -25,6 +25,8 @@ export interface EpisodeTokenSummary {
   reason: string | null;
   prefixBreaks: number;
   sampleCount: number;
+  /** Mean `student - teacher` logprob over sampled tokens; null unless a teacher scored it. */
+  reverseKl: number | null;
   turns: Map<number, TurnTokenSummary>;
 }
 
@@ -32,6 +34,20 @@ export interface TokenLanding {
   /** The token object for the TOKENS bucket; null when no episode has exact tokens. */
   object: { key: string; bytes: Uint8Array } | null;
   episodes: Map<number, EpisodeTokenSummary>;
+}
+
+/** The reverse KL estimate over an episode's sampled tokens, once the teacher scored them all. */
+export function reverseKl(turns: readonly TurnTokens[]): number | null {
+  let sum = 0;
+  let count = 0;
+  for (const turn of turns) {
+    if (turn.teacherLogprobs === undefined) return null;
+    for (let i = 0; i < turn.logprobs.length; i++) {
+      sum += (turn.logprobs[i] as number) - (turn.teacherLogprobs[i] as number);
+      count++;
+    }
+  }
+  return count > 0 ? sum / count : null;
 }
 
 /** What a group lands of its tokens; null for a group that asked for `tokens: "off"`. */
@@ -48,6 +64,7 @@ export function tokenLanding(spec: GroupSpec, store: TokenStore): TokenLanding |
       prefixBreaks: breaks,
       // Merge or split: the first turn starts a sample, and so does each break.
       sampleCount: turns.length > 0 ? breaks + 1 : 0,
+      reverseKl: reverseKl(turns),
       turns: new Map(
         turns.map((t) => [
           t.turn,

@@ -25,6 +25,7 @@ import { END, type FailureReason, failed } from "./outcomes";
 import type { Permits } from "./permits";
 import { answerOf, callStepWorker } from "./step-call";
 import { EpisodeStepSession } from "./step-session";
+import { tokenInPrompt } from "./token-prompt";
 
 /** The inference client's failures, as the episode's end reasons. */
 const INFERENCE_FAILURE: Record<GenerationFailure, FailureReason> = {
@@ -105,6 +106,7 @@ async function sample(
   transcript: ChatMessage[],
 ): Promise<"parked" | undefined> {
   const { store, config, spec } = rt;
+  const { request } = spec;
   const pending = store.generation(idx);
   if (pending?.state === "sent") {
     // Sent by an earlier instance of this object and lost with it: not a timeout, a re-dispatch.
@@ -114,40 +116,86 @@ async function sample(
       return;
     }
     store.recordRedispatch(idx);
-  } else if (pending === null && !fitsContext(rt, idx, transcript)) {
+  } else if (
+    pending === null &&
+    request.generation === "chat" &&
+    !fitsContext(rt, idx, transcript)
+  ) {
     store.finish(idx, { state: "truncated", reason: END.context_budget });
     return;
   }
   const generation = store.generation(idx);
-  const windowMs = generationDeadlineMs(config, spec.request.max_context_tokens);
+  const windowMs = generationDeadlineMs(config, request.max_context_tokens);
   // The deadline clock starts when the request is sent, not while it waits for a permit.
   await rt.permits.hold(idx, permitLeaseMs(rt));
   // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one.
   const deadlineAt = generation?.deadlineAt ?? Date.now() + windowMs;
   store.markSent(idx, deadlineAt);
+  const budget = () => ({
+    deadlineMs: Math.max(0, deadlineAt - Date.now()),
+    maxRetries: Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0)),
+    maxInlineBackoffMs: INLINE_BACKOFF_MS,
+  });
+  let prompt: Int32Array | undefined;
+  if (request.generation === "tokens") {
+    // Inside the attempt's deadline: tokenizing is part of sending this generation.
+    const built = await tokenInPrompt(
+      {
+        endpoint: { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY },
+        model: request.sampling.model,
+        tokens: rt.tokens,
+      },
+      idx,
+      transcript,
+      budget(),
+    );
+    await rt.writeTurn();
+    if (built.kind === "unusable") {
+      store.finish(idx, failed(END.tokens_unavailable, built.detail));
+      return;
+    }
+    if (built.kind !== "ok") return settle(rt, idx, built, deadlineAt, windowMs);
+    prompt = built.ids;
+    // The exact count, known before sending: the host is never asked for what cannot fit.
+    const needed = prompt.length + request.sampling.max_completion_tokens;
+    if (needed > request.max_context_tokens) {
+      const detail = `${prompt.length} prompt tokens + max_completion_tokens ${request.sampling.max_completion_tokens} > max_context_tokens ${request.max_context_tokens}`;
+      store.finish(idx, { state: "truncated", reason: END.context_budget, detail });
+      return;
+    }
+  }
   const outcome = await generate(
     { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY },
     {
-      sampling: spec.request.sampling,
+      sampling: request.sampling,
       messages: transcript,
-      seed: generationSeed(spec.request.sampling, idx, store.episode(idx).turns),
+      seed: generationSeed(request.sampling, idx, store.episode(idx).turns),
       stream: config.INFERENCE_STREAM,
-      // Asked for until the host shows it will not send them.
-      tokens: spec.request.tokens !== "off" && rt.tokens.mode(idx) === "exact",
+      // Asked for until the host shows it will not send them; token-in cannot go without.
+      tokens: prompt !== undefined || (request.tokens !== "off" && rt.tokens.mode(idx) === "exact"),
+      prompt,
     },
     {
-      deadlineMs: Math.max(0, deadlineAt - Date.now()),
-      maxRetries: Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0)),
-      maxInlineBackoffMs: INLINE_BACKOFF_MS,
-      wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / spec.request.group_size),
-      retryWithoutTokens: spec.request.tokens === "auto",
+      ...budget(),
+      wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / request.group_size),
+      retryWithoutTokens: request.tokens === "auto",
     },
   );
   await rt.writeTurn();
+  if (outcome.kind !== "ok") return settle(rt, idx, outcome, deadlineAt, windowMs);
+  recordAction(rt, idx, transcript, outcome);
+}
+
+/** A call to the host that did not produce an action: wait, retry, or end the episode. */
+function settle(
+  rt: GroupRuntime,
+  idx: number,
+  outcome: Exclude<GenerationOutcome, { kind: "ok" }>,
+  deadlineAt: number,
+  windowMs: number,
+): "parked" | undefined {
+  const { store, spec } = rt;
   switch (outcome.kind) {
-    case "ok":
-      recordAction(rt, idx, transcript, outcome);
-      return;
     case "retry_later": {
       const retryAt = Date.now() + outcome.delayMs;
       if (retryAt < deadlineAt) {
@@ -190,9 +238,14 @@ function recordAction(
   const { completion } = outcome;
   const fields = completion.tokens;
   const exact = fields?.kind === "exact" ? fields.tokens : null;
-  if (spec.request.tokens === "required" && exact === null) {
+  // Token-in generation builds the next prompt from these ids: it cannot go on without them.
+  const needed = spec.request.tokens === "required" || spec.request.generation === "tokens";
+  if (needed && exact === null) {
     const why = fields?.kind === "missing" ? fields.problem : "the host was not asked for tokens";
-    const detail = `${why}; this group asks for tokens: "required" (use "auto" to go on without them)`;
+    const detail =
+      spec.request.generation === "tokens"
+        ? `${why}; generation "tokens" builds each prompt from them`
+        : `${why}; this group asks for tokens: "required" (use "auto" to go on without them)`;
     store.finish(idx, failed(END.tokens_unavailable, detail));
     return;
   }

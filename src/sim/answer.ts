@@ -1,11 +1,13 @@
 /**
- * How the simulator sends an answer: one JSON body, or server-sent events in vLLM's shape — the
- * prompt's token ids in the first chunk, two tokens of text a chunk with their ids and logprobs,
- * the end-of-turn token in the last — with the stream faults (`cut`, `stall`) applied.
+ * How the simulator sends a chat completion: one JSON body, or server-sent events in vLLM's
+ * shape — the prompt's token ids in the first chunk, two tokens of text a chunk with their ids
+ * and logprobs, the end-of-turn token in the last — with the stream faults (`cut`, `stall`).
  */
 import type { ServerResponse } from "node:http";
 import { detokenize, IM_END } from "./chat-template";
+import type { Fault } from "./directives";
 import { logprobsField } from "./token-answer";
+import type { Vocabulary } from "./vocabulary";
 
 export interface NativeCall {
   id: string;
@@ -17,6 +19,8 @@ export interface Choice {
   /** The visible content (tool calls taken out when they go as native `tool_calls`). */
   text: string;
   finishReason: "stop" | "length" | "tool_calls";
+  /** The stop string that ended it, if one did (vLLM's `stop_reason`). */
+  stopString: string | null;
   toolCalls: NativeCall[];
   /** What the model produced, in tokens: the training truth, whatever is parsed out of it. */
   ids: number[];
@@ -35,10 +39,12 @@ export interface Answer {
   created: number;
   model: string;
   choices: Choice[];
+  /** The simulator's own ids, as the choices' are; `vocabulary` puts them on the wire. */
   prompt: number[];
+  vocabulary: Vocabulary;
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
   fields: TokenFieldsAsked;
-  fault: string | null;
+  fault: Fault | null;
   perTokenMs: number;
   includeUsage: boolean;
   /** Called once the answer is complete (the overhead measurement's clock). */
@@ -72,11 +78,16 @@ export function answerBody(a: Answer) {
       logprobs: a.fields.logprobs ? logprobsField(c.ids, c.logprobs, tokenText) : null,
       finish_reason: c.finishReason,
       ...(a.fields.ids
-        ? { token_ids: c.ids, ...(a.fields.promptOnChoice ? { prompt_token_ids: a.prompt } : {}) }
+        ? {
+            token_ids: a.vocabulary.toWire(c.ids),
+            ...(a.fields.promptOnChoice ? { prompt_token_ids: a.vocabulary.toWire(a.prompt) } : {}),
+          }
         : {}),
     })),
     usage: a.usage,
-    ...(a.fields.ids && !a.fields.promptOnChoice ? { prompt_token_ids: a.prompt } : {}),
+    ...(a.fields.ids && !a.fields.promptOnChoice
+      ? { prompt_token_ids: a.vocabulary.toWire(a.prompt) }
+      : {}),
   };
 }
 
@@ -91,7 +102,7 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
     ...(a.fields.logprobs
       ? { logprobs: logprobsField(c.ids.slice(from, to), c.logprobs.slice(from, to), tokenText) }
       : {}),
-    ...(a.fields.ids ? { token_ids: c.ids.slice(from, to) } : {}),
+    ...(a.fields.ids ? { token_ids: a.vocabulary.toWire(c.ids.slice(from, to)) } : {}),
   });
   for (const [index, choice] of a.choices.entries()) {
     // The prompt's ids come once, in the first chunk, at the top level (vLLM).
@@ -99,7 +110,7 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
       choices: [
         { index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null },
       ],
-      ...(a.fields.ids && index === 0 ? { prompt_token_ids: a.prompt } : {}),
+      ...(a.fields.ids && index === 0 ? { prompt_token_ids: a.vocabulary.toWire(a.prompt) } : {}),
     });
     // Text as it is generated, two tokens a chunk; the end-of-turn token comes in the last.
     const text = choice.ids.at(-1) === IM_END ? choice.ids.slice(0, -1) : choice.ids;

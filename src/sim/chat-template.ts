@@ -14,6 +14,9 @@ export const IM_START = 100264;
 export const IM_END = 100265;
 const SPECIAL: Record<string, number> = { "<|im_start|>": IM_START, "<|im_end|>": IM_END };
 
+/** The template's own tokens, which a host leaves out of the text it decodes for a client. */
+export const isSpecialToken = (id: number) => id === IM_START || id === IM_END;
+
 export type TemplateKind = "chatml" | "drop-reasoning";
 
 export interface TemplateMessage {
@@ -49,8 +52,19 @@ function assistantBody(message: TemplateMessage): string {
   return [message.content, ...calls].filter(Boolean).join("\n");
 }
 
-/** The whole conversation, then the generation prompt `<|im_start|>assistant\n`. */
-export function renderPrompt(messages: readonly TemplateMessage[], kind: TemplateKind): string {
+/**
+ * How a rendering ends, as vLLM's `add_generation_prompt` and `continue_final_message` choose:
+ * with the generation prompt `<|im_start|>assistant\n` (what chat completions send the model),
+ * closed after the last message, or with the last message left open for the model to continue.
+ */
+export type PromptEnding = "generation-prompt" | "closed" | "open-final";
+
+/** The whole conversation, then (by default) the generation prompt `<|im_start|>assistant\n`. */
+export function renderPrompt(
+  messages: readonly TemplateMessage[],
+  kind: TemplateKind,
+  ending: PromptEnding = "generation-prompt",
+): string {
   const lastUser = messages.findLastIndex((m) => m.role === "user");
   const parts = messages.map((m, i) => {
     let body = m.role === "assistant" ? assistantBody(m) : m.content;
@@ -58,5 +72,8 @@ export function renderPrompt(messages: readonly TemplateMessage[], kind: Templat
       body = body.replace(REASONING, "");
     return `<|im_start|>${m.role}\n${body}<|im_end|>\n`;
   });
-  return `${parts.join("")}<|im_start|>assistant\n`;
+  const closed = parts.join("");
+  if (ending === "closed") return closed;
+  if (ending === "open-final") return closed.replace(/<\|im_end\|>\n$/, "");
+  return `${closed}<|im_start|>assistant\n`;
 }

@@ -1,5 +1,7 @@
 /**
  * Per-request fault directives, written after the model name: `sim+fail:503:2+latency:300`.
+ * They steer chat completions and `/v1/completions` alike; `/tokenize` and `/detokenize` read
+ * only the ones that change the tokenizer's answer (`think`, `context`, `foreign-vocab`).
  *
  *   hang[:N]         never answer (the first N tries of each distinct request, or all)
  *   stall            send headers and a first chunk, then nothing (streaming)
@@ -16,20 +18,31 @@
  *   native           send tool calls as OpenAI `tool_calls` instead of text blocks
  *   think[:keep]     think aloud (`<think>…</think>`) before each action; the chat template
  *                    drops that reasoning from earlier turns, as Qwen3's does (prefix breaks),
- *                    unless `:keep`
+ *                    unless `:keep` (`/v1/completions` renders nothing: its prompt keeps
+ *                    whatever the client sent)
  *   notokens         an old host: no `prompt_token_ids` or `token_ids` (logprobs still)
  *   sglang           SGLang's placement: token ids on the choice, and a 400 for
  *                    `return_token_ids` with streaming
  *   pad:N            make each completion N tokens long (the action, then filler), for benches
- *   record           keep the tokens of every answer, by seed, for `GET /sim/answers`
- *                    (tests compare what edgeroll stored with what the host sent)
+ *   record           keep the tokens of every answer (chat and `/v1/completions`), by seed,
+ *                    for `GET /sim/answers` (tests compare what edgeroll stored with what the
+ *                    host sent)
+ *   teacher          score prompts as a perfect player would (`prompt_logprobs` on
+ *                    `/v1/completions`): an assistant token on the temperature-0 player's path
+ *                    scores log 0.9, one off it log 0.05, every other token log 0.5
+ *   foreign-vocab    a host with another tokenizer: every ordinary id it sends or reads is one
+ *                    higher than the simulator's own (special tokens unchanged), so ids from
+ *                    another host mean other text here; the text and the play are unchanged
  *
  * A counted fault may be limited to one turn with `@T`: `fail:503:1@2` fails only requests
  * whose transcript already holds two assistant messages.
  */
+/** What can go wrong with one request: an error status, or how the answer breaks. */
+export type Fault = `error_${number}` | "hang" | "stall" | "reset" | "malformed" | "cut";
+
 export interface Directives {
   /** Faults applied to the first N attempts of each distinct request, checked in order. */
-  failFirst: { fault: string; times: number; atTurn?: number }[];
+  failFirst: { fault: Fault; times: number; atTurn?: number }[];
   /** A fault applied to every attempt. */
   always: "hang" | "stall" | null;
   extraLatencyMs: number;
@@ -44,6 +57,10 @@ export interface Directives {
   sglang: boolean;
   record: boolean;
   padTokens?: number;
+  /** Prompt logprobs are a perfect player's (see teacher.ts). */
+  teacher: boolean;
+  /** Ids on the wire are shifted (see vocabulary.ts). */
+  foreignVocab: boolean;
 }
 
 export function parseModel(model: string): { name: string; directives: Directives } {
@@ -59,6 +76,8 @@ export function parseModel(model: string): { name: string; directives: Directive
     noTokenIds: false,
     sglang: false,
     record: false,
+    teacher: false,
+    foreignVocab: false,
   };
   for (const spec of parts) {
     const [part = "", turn] = spec.split("@");
@@ -74,6 +93,8 @@ export function parseModel(model: string): { name: string; directives: Directive
     else if (kind === "notokens") directives.noTokenIds = true;
     else if (kind === "sglang") directives.sglang = true;
     else if (kind === "record") directives.record = true;
+    else if (kind === "teacher") directives.teacher = true;
+    else if (kind === "foreign-vocab") directives.foreignVocab = true;
     else if (kind === "pad") directives.padTokens = Number(a);
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });

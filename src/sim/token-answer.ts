@@ -9,6 +9,7 @@
  */
 import {
   IM_END,
+  type PromptEnding,
   renderPrompt,
   type TemplateKind,
   type TemplateMessage,
@@ -16,8 +17,12 @@ import {
 } from "./chat-template";
 import type { Random } from "./random";
 
-export function promptIds(messages: readonly TemplateMessage[], template: TemplateKind): number[] {
-  return tokenize(renderPrompt(messages, template));
+export function promptIds(
+  messages: readonly TemplateMessage[],
+  template: TemplateKind,
+  ending: PromptEnding = "generation-prompt",
+): number[] {
+  return tokenize(renderPrompt(messages, template, ending));
 }
 
 export interface CompletionTokens {

@@ -1,6 +1,7 @@
 /**
  * Trainer samples on the wire: JSON number lists, or base64 of the arrays' little-endian bytes
- * (int32 ids, uint8 mask, float32 logprobs and advantages) — a quarter of the JSON's size and
+ * (int32 ids, uint8 mask, float32 logprobs, advantages and a distilled sample's
+ * `teacher_logprobs`) — a quarter of the JSON's size and
  * read with one call into numpy or torch (`np.frombuffer(b64decode(s), "<i4")`).
  */
 import { bytesOf } from "./bytes";
@@ -38,6 +39,9 @@ export function encodeSample(sample: TokenSample, encoding: TokenEncoding) {
       mask: base64(sample.mask),
       logprobs: base64(bytesOf(sample.logprobs)),
       advantages: base64(bytesOf(sample.advantages)),
+      ...(sample.teacherLogprobs
+        ? { teacher_logprobs: base64(bytesOf(sample.teacherLogprobs)) }
+        : {}),
     };
   }
   return {
@@ -46,6 +50,7 @@ export function encodeSample(sample: TokenSample, encoding: TokenEncoding) {
     mask: Array.from(sample.mask),
     logprobs: floats(sample.logprobs),
     advantages: floats(sample.advantages),
+    ...(sample.teacherLogprobs ? { teacher_logprobs: floats(sample.teacherLogprobs) } : {}),
   };
 }
 

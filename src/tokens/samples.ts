@@ -3,7 +3,8 @@
  * prefix-consistent turns merge into one sample; a turn that breaks the prefix starts a new one.
  * Nothing is re-tokenized: every id is one the host sent. `mask` is 1 exactly on sampled
  * completion tokens, where `logprobs` holds the host's logprob and `advantages` the turn's
- * advantage; both are 0 elsewhere.
+ * advantage; both are 0 elsewhere. A distilled episode's samples also carry the teacher's
+ * logprob of each sampled token, 0 elsewhere too.
  */
 import type { TurnTokens } from "./turn-tokens";
 
@@ -14,6 +15,10 @@ export interface TokenSample {
   mask: Uint8Array;
   logprobs: Float32Array;
   advantages: Float32Array;
+  /** The teacher's logprobs, when every turn of the sample has been scored by one. */
+  teacherLogprobs?: Float32Array | undefined;
+  /** Where each of its turns' completion starts, in turn order (to map positions to turns). */
+  completionStarts: number[];
 }
 
 /** Per turn: the advantage its tokens get (per-turn credit), or one for the whole episode. */
@@ -43,14 +48,19 @@ export function episodeSamples(
     const mask = new Uint8Array(length);
     const logprobs = new Float32Array(length);
     const advantages = new Float32Array(length);
+    const taught = run.every((t) => t.teacherLogprobs !== undefined);
+    const teacherLogprobs = taught ? new Float32Array(length) : undefined;
+    const completionStarts: number[] = [];
     tokenIds.set(previous.subarray(0, start));
     let at = start;
     for (const turn of run) {
       tokenIds.set(turn.promptTail, at);
       at += turn.promptTail.length;
+      completionStarts.push(at);
       tokenIds.set(turn.completionIds, at);
       mask.fill(1, at, at + turn.completionIds.length);
       logprobs.set(turn.logprobs, at);
+      if (turn.teacherLogprobs !== undefined) teacherLogprobs?.set(turn.teacherLogprobs, at);
       advantages.fill(advantageOf(turn.turn), at, at + turn.completionIds.length);
       at += turn.completionIds.length;
     }
@@ -62,6 +72,8 @@ export function episodeSamples(
       mask,
       logprobs,
       advantages,
+      teacherLogprobs,
+      completionStarts,
     });
   }
   return samples;

@@ -1,7 +1,8 @@
 /**
  * One landed group's tokens as one binary object (R2): a JSON header describing every episode's
  * turns, then the arrays themselves, little-endian — int32 ids (each turn's prompt tail, then
- * its completion) and float32 logprobs. Deterministic: the same group always packs to the same
+ * its completion) and float32 logprobs, then, for a distilled episode's turn, the teacher's
+ * float32 logprobs of its completion. Deterministic: the same group always packs to the same
  * bytes, so writing it again (a landing retried after a crash) leaves one identical object.
  *
  * Cost: 4 bytes per stored id and 4 per logprob, plus about 120 bytes of header per turn.
@@ -33,6 +34,8 @@ const HeaderSchema = z.object({
           model: z.string().nullable(),
           temperature: z.number(),
           top_p: z.number(),
+          /** The turn carries the teacher's logprobs (on-policy distillation). */
+          teacher: z.boolean().default(false),
         }),
       ),
     }),
@@ -63,6 +66,7 @@ export function encodeTokenObject(groupId: string, episodes: readonly EpisodeTok
         model: t.model,
         temperature: t.temperature,
         top_p: t.topP,
+        teacher: t.teacherLogprobs !== undefined,
       })),
     })),
   };
@@ -70,7 +74,9 @@ export function encodeTokenObject(groupId: string, episodes: readonly EpisodeTok
   const dataStart = pad4(8 + json.length);
   let words = 0;
   for (const e of episodes)
-    for (const t of e.turns) words += t.promptTail.length + 2 * t.completionIds.length;
+    for (const t of e.turns)
+      words +=
+        t.promptTail.length + (t.teacherLogprobs === undefined ? 2 : 3) * t.completionIds.length;
   const bytes = new Uint8Array(dataStart + 4 * words);
   bytes.set(new TextEncoder().encode(MAGIC), 0);
   new DataView(bytes.buffer).setUint32(4, json.length, true);
@@ -86,6 +92,10 @@ export function encodeTokenObject(groupId: string, episodes: readonly EpisodeTok
       at += t.completionIds.length;
       floats.set(t.logprobs, at);
       at += t.logprobs.length;
+      if (t.teacherLogprobs !== undefined) {
+        floats.set(t.teacherLogprobs, at);
+        at += t.teacherLogprobs.length;
+      }
     }
   }
   return bytes;
@@ -140,6 +150,7 @@ export function decodeTokenObject(bytes: Uint8Array): {
         promptTail: take(ids, t.tail),
         completionIds: take(ids, t.completion),
         logprobs: take(floats, t.completion),
+        ...(t.teacher ? { teacherLogprobs: take(floats, t.completion) } : {}),
         consistent: t.consistent,
         model: t.model,
         temperature: t.temperature,

@@ -34,6 +34,12 @@ CREATE TABLE IF NOT EXISTS turn_token_parts (
   data BLOB NOT NULL,
   PRIMARY KEY (idx, turn, part)
 );
+CREATE TABLE IF NOT EXISTS teacher_logprobs (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  logprobs BLOB NOT NULL,
+  PRIMARY KEY (idx, turn)
+);
 CREATE TABLE IF NOT EXISTS token_modes (
   idx INTEGER PRIMARY KEY,
   mode TEXT NOT NULL,
@@ -102,7 +108,53 @@ export class TokenStore {
         topP: Number(r.top_p),
       });
     }
+    const teacher =
+      idx === undefined
+        ? this.sql.exec("SELECT * FROM teacher_logprobs")
+        : this.sql.exec("SELECT * FROM teacher_logprobs WHERE idx = ?", idx);
+    for (const r of teacher) {
+      const turn = byEpisode.get(Number(r.idx))?.find((t) => t.turn === Number(r.turn));
+      if (turn !== undefined) turn.teacherLogprobs = new Float32Array(r.logprobs as ArrayBuffer);
+    }
     return byEpisode;
+  }
+
+  /** An episode's recorded turns, in order (with the teacher's logprobs once scored). */
+  turns(idx: number): TurnTokens[] {
+    return this.read(idx).get(idx) ?? [];
+  }
+
+  /**
+   * The teacher's logprobs of an episode's completion tokens, by turn. One row per turn (each
+   * at most a completion's 1 MB), all in one transaction; a scoring interrupted before it
+   * commits is done again whole.
+   */
+  recordTeacher(
+    storage: DurableObjectStorage,
+    idx: number,
+    byTurn: Map<number, Float32Array>,
+  ): void {
+    this.ensure();
+    storage.transactionSync(() => {
+      for (const [turn, logprobs] of byTurn)
+        this.sql.exec(
+          "INSERT OR REPLACE INTO teacher_logprobs (idx, turn, logprobs) VALUES (?, ?, ?)",
+          idx,
+          turn,
+          bytesOf(logprobs),
+        );
+    });
+  }
+
+  /** Whether the teacher has scored every recorded turn of the episode. */
+  teacherScored(idx: number): boolean {
+    this.ensure();
+    const scored = this.sql
+      .exec("SELECT COUNT(*) AS n FROM teacher_logprobs WHERE idx = ?", idx)
+      .one().n as number;
+    const turns = this.sql.exec("SELECT COUNT(*) AS n FROM turn_tokens WHERE idx = ?", idx).one()
+      .n as number;
+    return turns > 0 && scored === turns;
   }
 
   /** A spilled turn's arrays, put back together from its parts. */
@@ -137,6 +189,11 @@ export class TokenStore {
       this.cache.set(idx, cached);
     }
     return cached;
+  }
+
+  /** What the episode's last recorded turn left: its prompt, then its completion. */
+  sequence(idx: number): Int32Array {
+    return this.cached(idx).sequence;
   }
 
   /**

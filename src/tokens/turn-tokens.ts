@@ -33,6 +33,8 @@ export interface TurnTokens {
   model: string | null;
   temperature: number;
   topP: number;
+  /** On-policy distillation: the teacher's logprob of each completion token, once scored. */
+  teacherLogprobs?: Float32Array | undefined;
 }
 
 /** Length of the longest common prefix of two id sequences. */

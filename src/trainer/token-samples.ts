@@ -65,6 +65,9 @@ export function episodeTokens(
     token_mode: mode,
     ...(reason === null ? {} : { token_mode_reason: reason }),
     prefix_breaks: episode.prefixBreaks,
+    ...(episode.teacherModel === null
+      ? {}
+      : { teacher_model: episode.teacherModel, reverse_kl: episode.reverseKl }),
     samples: trainable
       ? episodeSamples(turns, advantageOf).map((sample) => encodeSample(sample, encoding))
       : [],

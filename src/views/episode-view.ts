@@ -31,6 +31,8 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     token_mode_reason: episode.tokenModeReason,
     prefix_breaks: episode.prefixBreaks,
     sample_count: episode.sampleCount,
+    teacher_model: episode.teacherModel,
+    reverse_kl: episode.reverseKl,
     response_text: episode.responseText,
     created_at: episode.createdAt,
     finished_at: episode.finishedAt,

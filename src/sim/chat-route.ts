@@ -1,0 +1,154 @@
+/**
+ * `POST /v1/chat/completions`: the messages rendered by the chat template, the scripted policy's
+ * turn, and the answer in vLLM's shape (token fields, logprobs, streaming), or a fault instead.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { z } from "zod";
+import { admit } from "./admission";
+import { type Answer, answerBody, type Choice, type NativeCall, streamAnswer } from "./answer";
+import { complete, choices as playChoices } from "./completion";
+import { parseModel } from "./directives";
+import { type Host, templateFor } from "./host";
+import { sendBadRequest, sendJson, sleep } from "./http";
+import { hashString, type Random, seededRandom } from "./random";
+import { promptIds } from "./token-answer";
+import { vocabularyFor } from "./vocabulary";
+import { templateMessages, WireMessageSchema } from "./wire-message";
+
+const ChatRequestSchema = z.object({
+  model: z.string().min(1),
+  messages: z.array(WireMessageSchema).min(1),
+  temperature: z.number().min(0).default(1),
+  max_tokens: z.number().int().positive().optional(),
+  max_completion_tokens: z.number().int().positive().optional(),
+  stop: z.union([z.string(), z.array(z.string())]).optional(),
+  n: z.number().int().min(1).max(16).default(1),
+  seed: z.number().int().optional(),
+  stream: z.boolean().default(false),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).loose().optional(),
+  logprobs: z.boolean().optional(),
+  top_logprobs: z.number().int().min(0).optional(),
+  return_token_ids: z.boolean().optional(),
+});
+type ChatRequest = z.infer<typeof ChatRequestSchema>;
+
+const TOOL_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
+
+/** With `+native`, text tool calls go out as OpenAI `tool_calls`, as a tool-calling model's would. */
+function asNativeCalls(choice: Choice, random: Random): Choice {
+  const calls: NativeCall[] = [];
+  for (const [, json] of choice.text.matchAll(TOOL_CALL)) {
+    try {
+      const call = JSON.parse(json ?? "") as { name: string; arguments?: unknown };
+      const id = `call_${Math.floor(random() * 1e9).toString(36)}`;
+      calls.push({ id, name: call.name, arguments: JSON.stringify(call.arguments ?? {}) });
+    } catch {
+      return choice; // a malformed call stays text, as a model's broken output would
+    }
+  }
+  if (calls.length === 0) return choice;
+  return {
+    ...choice,
+    text: choice.text.replace(TOOL_CALL, "").trim(),
+    toolCalls: calls,
+    finishReason: "tool_calls",
+  };
+}
+
+export async function chatCompletions(
+  host: Host,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: string,
+): Promise<void> {
+  let parsed: ChatRequest;
+  try {
+    parsed = ChatRequestSchema.parse(JSON.parse(body));
+  } catch (error) {
+    return sendBadRequest(res, error);
+  }
+  const { name, directives } = parseModel(parsed.model);
+  const messages = templateMessages(parsed.messages);
+  const key = `${parsed.model}|${hashString(JSON.stringify(parsed.messages))}|${parsed.seed ?? ""}`;
+  const random = seededRandom(parsed.seed ?? Math.floor(Math.random() * 2 ** 31));
+  host.ledger.noteArrival(messages);
+  const prompt = promptIds(messages, templateFor(host, directives));
+  const admission = await admit(host, req, res, {
+    model: parsed.model,
+    directives,
+    key,
+    turn: messages.filter((m) => m.role === "assistant").length,
+    promptLength: prompt.length,
+    random,
+    stream: parsed.stream,
+    malformed: {
+      body: '{"choices": [{"message": ',
+      stream: 'data: {"choices": [{"delta": {"content": "brok\n\n',
+    },
+    refusal:
+      directives.sglang && parsed.stream && parsed.return_token_ids
+        ? {
+            outcome: "token_fields_refused",
+            message:
+              "return_token_ids is not supported with streaming on /v1/chat/completions; use non-streaming requests",
+          }
+        : null,
+  });
+  if (!admission.admitted) return;
+  const budget = parsed.max_completion_tokens ?? parsed.max_tokens ?? Number.POSITIVE_INFINITY;
+  const ask = {
+    messages,
+    temperature: parsed.temperature,
+    stop: [parsed.stop ?? []].flat(),
+    budget,
+  };
+  const choices = playChoices(parsed.n, parsed.seed, random, (choiceRandom) => {
+    const choice = complete(ask, choiceRandom, directives);
+    return directives.native ? asNativeCalls(choice, choiceRandom) : choice;
+  });
+  const completionTokens = choices.reduce((a, c) => a + c.ids.length, 0);
+  const usage = {
+    prompt_tokens: prompt.length,
+    completion_tokens: completionTokens,
+    total_tokens: prompt.length + completionTokens,
+  };
+  const vocabulary = vocabularyFor(directives);
+  const perTokenMs = directives.trickleMs ?? host.latency.msPerToken;
+  const first = choices[0];
+  if (directives.record && first !== undefined) {
+    host.ledger.keepAnswer(parsed.model, parsed.seed, {
+      prompt_token_ids: vocabulary.toWire(prompt),
+      token_ids: vocabulary.toWire(first.ids),
+      logprobs: first.logprobs,
+    });
+  }
+  const finished = () => {
+    if (first !== undefined) host.ledger.noteFinished(messages, first.text);
+  };
+  const answer: Answer = {
+    id: `chatcmpl-sim-${hashString(key)}-${admission.attempt}`,
+    created: Math.floor(Date.now() / 1000),
+    model: name,
+    choices,
+    prompt,
+    vocabulary,
+    usage,
+    fields: {
+      ids: parsed.return_token_ids === true && !directives.noTokenIds && host.tokenIds,
+      logprobs: parsed.logprobs === true,
+      // vLLM puts the prompt's ids on the response, SGLang on each choice.
+      promptOnChoice: directives.sglang,
+    },
+    fault: admission.fault,
+    perTokenMs,
+    includeUsage: parsed.stream_options?.include_usage === true,
+    onFinished: finished,
+  };
+  if (!parsed.stream) {
+    await sleep(perTokenMs * usage.completion_tokens);
+    if (res.destroyed) return;
+    finished();
+    return sendJson(res, 200, answerBody(answer));
+  }
+  await streamAnswer(res, answer);
+}

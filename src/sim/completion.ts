@@ -1,0 +1,85 @@
+/**
+ * One completion as the scripted model plays it, for whichever route asked: the player's action
+ * (thought aloud first with `think`, padded with `pad`), continued after whatever the prompt
+ * already wrote of the model's turn, cut at a stop string and at the token budget, then made
+ * tokens with their logprobs.
+ */
+import type { Choice } from "./answer";
+import { detokenize, tokenize } from "./chat-template";
+import type { Directives } from "./directives";
+import { playTurn, type SimMessage } from "./policies";
+import { hashString, type Random, seededRandom } from "./random";
+import { completionTokens } from "./token-answer";
+
+export interface CompletionAsk {
+  messages: readonly SimMessage[];
+  temperature: number;
+  stop: readonly string[];
+  /** Tokens allowed, the end-of-turn token counted, as hosts count it. */
+  budget: number;
+  /** What the prompt already wrote of the assistant's turn, which the model continues. */
+  prefix?: string;
+}
+
+/** What the simulator thinks aloud before acting, with `think`: Qwen3's format. */
+const REASONING = "<think>\nThe conversation so far tells me what to do next.\n</think>\n\n";
+
+const FILLER = " and the walk goes on";
+
+/** The text made exactly `tokens` long with its end-of-turn token: padded with filler, or cut. */
+function padded(text: string, tokens: number): string {
+  let ids = tokenize(text);
+  while (ids.length < tokens - 1) ids = tokenize(`${detokenize(ids)}${FILLER.repeat(8)}`);
+  return detokenize(ids.slice(0, Math.max(0, tokens - 1)));
+}
+
+/** The whole turn the model would say after `messages`, before any stop or budget. */
+export function actionText(
+  messages: readonly SimMessage[],
+  random: Random,
+  temperature: number,
+  directives: Directives,
+): string {
+  let text = playTurn({ messages, random, temperature });
+  if (directives.think !== null) text = `${REASONING}${text}`;
+  if (directives.padTokens !== undefined) text = padded(text, directives.padTokens);
+  return text;
+}
+
+/** Plays one choice, then applies `stop` and the token budget like a real server would. */
+export function complete(ask: CompletionAsk, random: Random, directives: Directives): Choice {
+  let text = actionText(ask.messages, random, ask.temperature, directives);
+  // A model continuing its own words says the rest; one put off its course starts afresh.
+  if (ask.prefix && text.startsWith(ask.prefix)) text = text.slice(ask.prefix.length);
+  let stopString: string | null = null;
+  for (const stop of ask.stop) {
+    const at = text.indexOf(stop);
+    if (at === -1) continue;
+    text = text.slice(0, at);
+    stopString = stop; // each cut is earlier than the last: the final one stopped the model
+  }
+  const tokens = completionTokens(text, ask.budget, ask.temperature, random);
+  return {
+    text: tokens.cut ? detokenize(tokens.ids) : text,
+    finishReason: tokens.cut ? "length" : "stop",
+    stopString: tokens.cut ? null : stopString,
+    toolCalls: [],
+    ids: tokens.ids,
+    logprobs: tokens.logprobs,
+  };
+}
+
+/**
+ * `n` choices: the first plays from the request's randomness, each other from its own seed, so
+ * a seeded request's first choice is the same however many it asks for.
+ */
+export function choices(
+  n: number,
+  seed: number | undefined,
+  random: Random,
+  play: (random: Random) => Choice,
+): Choice[] {
+  return Array.from({ length: n }, (_, i) =>
+    play(i === 0 ? random : seededRandom(hashString(`${seed}:${i}`))),
+  );
+}

@@ -1,0 +1,109 @@
+/**
+ * What the simulator remembers across requests: counts by outcome and by model, the tries of
+ * each distinct request (counted faults count retries), when each generation finished (for the
+ * pipeline's overhead between turns), and with `record` the tokens it sent.
+ */
+import { hashString } from "./random";
+
+export interface SimulatorStats {
+  requests: number;
+  outcomes: Record<string, number>;
+  byModel: Record<string, { requests: number; outcomes: Record<string, number> }>;
+  /**
+   * Pipeline time between turns, as the host sees it: from finishing generation t of an
+   * episode to receiving its request t+1 (stepping the environment, persisting, queueing).
+   */
+  turnOverheadMs: { count: number; p50: number | null; p99: number | null; mean: number | null };
+}
+
+/** The tokens of one answer, as the host sent them (`GET /sim/answers`). */
+export interface RecordedAnswer {
+  prompt_token_ids: number[];
+  token_ids: number[];
+  logprobs: number[];
+}
+
+export interface TranscriptMessage {
+  role: string;
+  content?: string | null | undefined;
+}
+
+/** Identifies a transcript by its roles and contents, as edgeroll sends them back. */
+function transcriptKey(messages: readonly TranscriptMessage[]): number {
+  return hashString(JSON.stringify(messages.map((m) => [m.role, m.content ?? ""])));
+}
+
+function percentile(sorted: readonly number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? null;
+}
+
+function summarize(samples: readonly number[]): SimulatorStats["turnOverheadMs"] {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mean = sorted.length > 0 ? sorted.reduce((a, b) => a + b, 0) / sorted.length : null;
+  return { count: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
+}
+
+export class HostLedger {
+  private readonly totals: Omit<SimulatorStats, "turnOverheadMs"> = {
+    requests: 0,
+    outcomes: {},
+    byModel: {},
+  };
+  /** When each answered generation finished, by the transcript it extended. */
+  private readonly finishedAt = new Map<number, number>();
+  private readonly overheads: number[] = [];
+  private readonly attempts = new Map<string, number>();
+  private readonly answers = new Map<string, RecordedAnswer>();
+
+  count(model: string, outcome: string): void {
+    const { totals } = this;
+    totals.requests++;
+    totals.outcomes[outcome] = (totals.outcomes[outcome] ?? 0) + 1;
+    const perModel = totals.byModel[model] ?? { requests: 0, outcomes: {} };
+    totals.byModel[model] = perModel;
+    perModel.requests++;
+    perModel.outcomes[outcome] = (perModel.outcomes[outcome] ?? 0) + 1;
+  }
+
+  /** This try's number (from 1) among the tries of the request `key` names. */
+  attempt(key: string): number {
+    const attempt = (this.attempts.get(key) ?? 0) + 1;
+    this.attempts.set(key, attempt);
+    return attempt;
+  }
+
+  /** A request arrived: when it extends a generation this host finished, measure the gap. */
+  noteArrival(messages: readonly TranscriptMessage[]): void {
+    const lastAction = messages.findLastIndex((m) => m.role === "assistant");
+    if (lastAction === -1) return;
+    const parent = this.finishedAt.get(transcriptKey(messages.slice(0, lastAction + 1)));
+    if (parent !== undefined && this.overheads.length < 1_000_000)
+      this.overheads.push(Date.now() - parent);
+  }
+
+  /** A generation finished: `action` is what the model said after `messages`. */
+  noteFinished(messages: readonly TranscriptMessage[], action: string): void {
+    const transcript = [...messages, { role: "assistant", content: action }];
+    this.finishedAt.set(transcriptKey(transcript), Date.now());
+    // Bounded: the oldest entries go first (a Map keeps insertion order).
+    if (this.finishedAt.size > 200_000)
+      this.finishedAt.delete(this.finishedAt.keys().next().value as number);
+  }
+
+  keepAnswer(model: string, seed: number | undefined, answer: RecordedAnswer): void {
+    this.answers.set(`${model}|${seed ?? ""}`, answer);
+  }
+
+  answer(model: string | null, seed: string | null): RecordedAnswer | undefined {
+    return this.answers.get(`${model}|${seed ?? ""}`);
+  }
+
+  stats(): SimulatorStats {
+    return { ...structuredClone(this.totals), turnOverheadMs: summarize(this.overheads) };
+  }
+
+  resetOverheads(): void {
+    this.overheads.length = 0;
+  }
+}

@@ -1,0 +1,32 @@
+/** The simulator as each of its routes sees it: how it is configured, and what it remembers. */
+import type { TemplateKind } from "./chat-template";
+import type { Directives } from "./directives";
+import type { FaultRates } from "./faults";
+import type { HostLedger } from "./host-ledger";
+
+export interface LatencyModel {
+  /** Time to first token, plus a share proportional to the prompt. */
+  ttftMs: number;
+  msPerPromptToken: number;
+  msPerToken: number;
+}
+
+export interface Host {
+  latency: LatencyModel;
+  faults: FaultRates;
+  /** The chat template when no directive picks one. */
+  template: TemplateKind;
+  /** Answers `return_token_ids`; false plays a host older than vLLM 0.10.2. */
+  tokenIds: boolean;
+  ledger: HostLedger;
+}
+
+/** The template a request is rendered with: `think` (dropping reasoning) picks Qwen3's. */
+export function templateFor(host: Host, directives: Directives): TemplateKind {
+  return directives.think === "drop" ? "drop-reasoning" : host.template;
+}
+
+/** vLLM's `max_model_len`: the `context:T` directive's T, else a 128k-token model's. */
+export function maxModelLen(directives: Directives): number {
+  return directives.contextLimit ?? 131_072;
+}

@@ -1,0 +1,141 @@
+// On-policy distillation (`algorithm: "opd"`) through the whole pipeline, in workerd: the
+// student samples from the simulator, the simulator's perfect player scores the student's own
+// tokens as the teacher, and the teacher's logprobs land beside the student's — exactly what
+// the teacher host returns for those tokens. A failing teacher fails episodes, not the group;
+// a teacher with another tokenizer is refused before anything is stored.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { END } from "../../src/rollout/outcomes";
+import { guessExample, type Json, postGroup, startGroup, waitForGroup } from "./helpers";
+import { d1, lease } from "./token-helpers";
+
+const TEACHER = "sim+teacher";
+
+/** What the teacher host says of a sequence: vLLM's prompt logprobs, asked for directly. */
+async function teacherSays(ids: readonly number[]): Promise<(number | null)[]> {
+  const response = await fetch(`${env.INFERENCE_BASE_URL}/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: TEACHER, prompt: ids, max_tokens: 1, prompt_logprobs: 0 }),
+  });
+  const body: Json = await response.json();
+  return body.choices[0].prompt_logprobs.map((entry: Json, i: number) =>
+    entry === null ? null : entry[String(ids[i])].logprob,
+  );
+}
+
+const opdGroup = (run: string, extra: object = {}) => ({
+  env: "guess-number",
+  example: guessExample(run, 37),
+  group_size: 1,
+  run_id: run,
+  algorithm: "opd",
+  teacher: { model: TEACHER },
+  sampling: { model: "sim", temperature: 1, seed: 19 },
+  ...extra,
+});
+
+describe("on-policy distillation", () => {
+  for (const generation of ["tokens", "chat"] as const) {
+    it(`lands the teacher's logprobs of exactly the student's sampled tokens (${generation} mode)`, async () => {
+      const run = `opd-${generation}`;
+      const id = await startGroup(opdGroup(run, { generation }));
+      const group = await waitForGroup(id);
+      expect(group.status).toBe("landed");
+      expect(group).toMatchObject({ algorithm: "opd", teacher_model: TEACHER, generation });
+      const [episode] = (await lease(run)).groups[0].episodes;
+      expect(episode.token_mode).toBe("exact");
+      expect(episode.teacher_model).toBe(TEACHER);
+      let sum = 0;
+      let sampled = 0;
+      for (const sample of episode.samples) {
+        const expected = await teacherSays(sample.token_ids);
+        sample.mask.forEach((m: number, i: number) => {
+          if (m === 1) {
+            expect(Math.fround(sample.teacher_logprobs[i])).toBe(
+              Math.fround(expected[i] as number),
+            );
+            sum += Math.fround(sample.logprobs[i]) - Math.fround(sample.teacher_logprobs[i]);
+            sampled++;
+          } else expect(sample.teacher_logprobs[i]).toBe(0);
+        });
+      }
+      expect(sampled).toBeGreaterThan(0);
+      const [row] = await d1(
+        "SELECT teacher_model, reverse_kl FROM episodes WHERE group_id = ?",
+        id,
+      );
+      expect(row.teacher_model).toBe(TEACHER);
+      expect(row.reverse_kl).toBeCloseTo(sum / sampled, 5);
+      const [view] = await d1("SELECT * FROM distillation WHERE run_id = ?", run);
+      expect(view).toMatchObject({ teacher_model: TEACHER, policy_version: 0, episodes: 1 });
+      expect(view.reverse_kl).toBeCloseTo(row.reverse_kl, 5);
+    });
+  }
+
+  it("the teacher's logprobs favour the perfect player's actions", async () => {
+    // At temperature 0 the student plays as the teacher would; hot, it strays.
+    const klAt = async (run: string, temperature: number) => {
+      const id = await startGroup(
+        opdGroup(run, { group_size: 4, sampling: { model: "sim", temperature, seed: 23 } }),
+      );
+      await waitForGroup(id);
+      const rows = await d1("SELECT AVG(reverse_kl) AS kl FROM episodes WHERE group_id = ?", id);
+      return rows[0].kl as number;
+    };
+    const cold = await klAt("opd-cold", 0);
+    const hot = await klAt("opd-hot", 2);
+    expect(hot).toBeGreaterThan(cold + 0.5);
+  });
+
+  it("ends episodes teacher_failed when the teacher keeps failing, and lands the group", async () => {
+    const run = "opd-teacher-down";
+    const id = await startGroup(
+      opdGroup(run, { group_size: 2, teacher: { model: `${TEACHER}+fail:503` } }),
+    );
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("failed");
+    for (const failure of group.failures) {
+      expect(failure.reason).toBe(END.teacher_failed);
+      expect(failure.detail).toMatch(/teacher failed after \d+ attempts: .*503/);
+    }
+    // The group and its transcripts are in D1, with why each episode failed.
+    const episodes = await d1("SELECT end_reason, turns FROM episodes WHERE group_id = ?", id);
+    expect(episodes).toHaveLength(2);
+    for (const e of episodes) {
+      expect(e.end_reason).toBe(END.teacher_failed);
+      expect(e.turns).toBeGreaterThan(0);
+    }
+    const messages = await d1("SELECT COUNT(*) AS n FROM messages WHERE group_id = ?", id);
+    expect(messages[0].n).toBeGreaterThan(2);
+  });
+
+  it("refuses a teacher with another tokenizer, saying so, and stores nothing", async () => {
+    const run = "opd-foreign";
+    const response = await postGroup(
+      opdGroup(run, { teacher: { model: `${TEACHER}+foreign-vocab` } }),
+    );
+    expect(response.status).toBe(400);
+    const body: Json = await response.json();
+    expect(body.error.code).toBe("tokenizer_mismatch");
+    expect(body.error.message).toMatch(/do not share a tokenizer/);
+    expect(await d1("SELECT id FROM groups WHERE run_id = ?", run)).toEqual([]);
+  });
+
+  it("refuses what the seed rules out: per-turn credit, no teacher, a teacher without opd", async () => {
+    const cases: [object, RegExp][] = [
+      [{ credit_assignment: "per_turn" }, /^credit_assignment: .*per_turn credit does not apply/],
+      [{ teacher: undefined }, /^teacher: required with algorithm "opd"/],
+      [{ algorithm: "grpo" }, /^teacher: only with algorithm "opd"/],
+      [{ tokens: "off" }, /^tokens: .*it needs tokens/],
+    ];
+    for (const [change, message] of cases) {
+      const response = await postGroup(opdGroup("opd-refused", change));
+      expect(response.status).toBe(400);
+      const body: Json = await response.json();
+      expect(body.error.code).toBe("invalid_request");
+      expect(body.error.message).toMatch(message);
+    }
+    expect(await d1("SELECT id FROM groups WHERE run_id = 'opd-refused'")).toEqual([]);
+  });
+});

@@ -1,0 +1,169 @@
+// Token-in generation (`generation: "tokens"`) through the whole pipeline, in workerd against
+// the simulator's vLLM endpoints (/tokenize, /v1/completions): the prompt is built from ids and
+// never re-rendered, so a template that drops earlier reasoning breaks chat mode's prefixes and
+// not these; budgets, cut completions and restarts behave as in chat mode.
+import { evictDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { END } from "../../src/rollout/outcomes";
+import { IM_END } from "../../src/sim/chat-template";
+import {
+  api,
+  getEpisode,
+  groupStub,
+  guessExample,
+  type Json,
+  postGroup,
+  startGroup,
+  waitForGroup,
+} from "./helpers";
+import { answersOf, d1, expectExact, type HostAnswer, lease } from "./token-helpers";
+
+/** Each episode's messages as (role, content) pairs, in order. */
+async function transcripts(group: Json): Promise<string[][][]> {
+  return Promise.all(
+    group.episodes.map(async (e: Json) =>
+      (await getEpisode(e.episode_id)).messages.map((m: Json) => [m.role, m.content]),
+    ),
+  );
+}
+
+const startsWith = (ids: readonly number[], prefix: readonly number[]) =>
+  prefix.every((id, i) => ids[i] === id);
+
+describe("token-in generation", () => {
+  it("records no prefix break where chat mode records one each turn, playing the same game", async () => {
+    const sampling = { temperature: 1, seed: 77 };
+    const run = async (generation: "chat" | "tokens", model: string) => {
+      const id = await startGroup({
+        env: "guess-number",
+        example: guessExample(`tin-${generation}`, 91),
+        group_size: 3,
+        run_id: `tin-${generation}`,
+        generation,
+        sampling: { model, ...sampling },
+      });
+      const group = await waitForGroup(id);
+      expect(group.status).toBe("landed");
+      // Two spellings of the same directives: the simulator records answers by model string.
+      const answers = await answersOf(group, model, sampling);
+      return { group, answers, leased: (await lease(`tin-${generation}`)).groups[0] };
+    };
+    const chat = await run("chat", "sim+think+record");
+    const tokens = await run("tokens", "sim+record+think");
+    // The same actions, the same replies: the model saw the same conversation in both modes.
+    expect(await transcripts(tokens.group)).toEqual(await transcripts(chat.group));
+    let multiTurn = 0;
+    for (const [e, episode] of tokens.leased.episodes.entries()) {
+      const chatEpisode = chat.leased.episodes[e];
+      const answers = tokens.answers[episode.index] as HostAnswer[];
+      expectExact(episode, answers);
+      expect(episode.prefix_breaks).toBe(0);
+      expect(episode.samples).toHaveLength(1);
+      if (episode.turns < 2) continue;
+      multiTurn++;
+      // Qwen3's template drops each earlier <think> block when chat mode re-renders.
+      expect(chatEpisode.prefix_breaks).toBe(chatEpisode.turns - 1);
+      // Each prompt is the previous prompt, its completion, then the new messages' ids.
+      for (let t = 1; t < answers.length; t++) {
+        const before = answers[t - 1] as HostAnswer;
+        const prompt = (answers[t] as HostAnswer).prompt_token_ids;
+        expect(startsWith(prompt, [...before.prompt_token_ids, ...before.token_ids])).toBe(true);
+      }
+      // One sample: the last turn's prompt and completion, exactly as the host saw them.
+      const last = answers.at(-1) as HostAnswer;
+      expect(episode.samples[0].token_ids).toEqual([...last.prompt_token_ids, ...last.token_ids]);
+    }
+    expect(multiTurn).toBeGreaterThan(0);
+  });
+
+  it("closes a completion cut at max_completion_tokens with the template's end of turn", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tin-cut", 64),
+      group_size: 1,
+      run_id: "tin-cut",
+      generation: "tokens",
+      sampling: { model: "sim", temperature: 0, seed: 4, max_completion_tokens: 3 },
+    });
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    const episode = await getEpisode(group.episodes[0].episode_id);
+    const actions = episode.messages.filter((m: Json) => m.sampled);
+    expect(actions.length).toBeGreaterThan(1);
+    for (const action of actions) expect(action.finish_reason).toBe("length");
+    const [leased] = (await lease("tin-cut")).groups[0].episodes;
+    const [sample] = leased.samples;
+    // After each cut completion (three sampled ids) comes the closing the model never sampled.
+    const ends = sample.mask.flatMap((m: number, i: number) =>
+      m === 1 && sample.mask[i + 1] === 0 ? [i] : [],
+    );
+    expect(ends).toHaveLength(actions.length - 1);
+    for (const end of ends) expect(sample.token_ids[end + 1]).toBe(IM_END);
+    expect(sample.mask.filter((m: number) => m === 1)).toHaveLength(3 * actions.length);
+  });
+
+  it("ends an episode context_budget with the exact count before asking the host", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tin-budget", 64),
+      group_size: 1,
+      run_id: "tin-budget",
+      generation: "tokens",
+      max_context_tokens: 200,
+      sampling: { model: "sim", temperature: 1, seed: 9, max_completion_tokens: 64 },
+    });
+    const group = await waitForGroup(id);
+    const [episode] = group.episodes;
+    expect(episode.state).toBe("truncated");
+    expect(episode.end_reason).toBe(END.context_budget);
+    expect(episode.failure_detail).toMatch(
+      /^\d+ prompt tokens \+ max_completion_tokens 64 > max_context_tokens 200$/,
+    );
+  });
+
+  it("loses no token and breaks no prefix when the object is evicted mid-episode", async () => {
+    const model = "sim+fail:503:1@2+retryafter:1.5+record";
+    const sampling = { temperature: 1, seed: 43 };
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tin-evict", 88),
+      group_size: 2,
+      run_id: "tin-evict",
+      generation: "tokens",
+      sampling: { model, ...sampling },
+    });
+    for (;;) {
+      const live = await (await api(`/v1/groups/${id}`)).json<Json>();
+      expect(live.status).toBe("running");
+      const open = live.episodes.filter((e: Json) => e.state === "generating");
+      if (open.length > 0 && open.every((e: Json) => e.retry_at !== null)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await evictDurableObject(groupStub(id));
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    const answers = await answersOf(group, model, sampling);
+    const [leased] = (await lease("tin-evict")).groups;
+    for (const episode of leased.episodes) {
+      expectExact(episode, answers[episode.index] as HostAnswer[]);
+      expect(episode.prefix_breaks).toBe(0);
+    }
+  });
+
+  it("is refused with tokens: off, naming the field, and stores nothing", async () => {
+    const response = await postGroup({
+      env: "guess-number",
+      example: guessExample("tin-off", 5),
+      group_size: 1,
+      run_id: "tin-off",
+      generation: "tokens",
+      tokens: "off",
+      sampling: { model: "sim" },
+    });
+    expect(response.status).toBe(400);
+    const body: Json = await response.json();
+    expect(body.error.message).toMatch(/generation.*tokens: "off"/);
+    const rows = await d1("SELECT id FROM groups WHERE run_id = 'tin-off'");
+    expect(rows).toEqual([]);
+  });
+});
