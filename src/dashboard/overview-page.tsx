@@ -12,7 +12,8 @@ function byKey<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]>
 }
 
 export function OverviewPage(props: { data: Overview; run: string | null }) {
-  const { runs, scores, success, byVersion, failures, groups, totals, drift } = props.data;
+  const { runs, scores, success, byVersion, failures, groups, totals, drift, distillation } =
+    props.data;
   const envs = [...byKey(scores, (s) => s.env)];
   const series: Series[] = [...byKey(byVersion, (r) => `${r.run_id} · ${r.env}`)].map(
     ([name, rows]) => ({
@@ -22,6 +23,13 @@ export function OverviewPage(props: { data: Overview; run: string | null }) {
         .sort((a, b) => a.x - b.x),
     }),
   );
+  // Distillation: does the student's reverse KL to its teacher fall as the policy trains?
+  const klSeries: Series[] = [
+    ...byKey(distillation, (r) => `${r.run_id} · ${r.teacher_model}`),
+  ].map(([name, rows]) => ({
+    name,
+    points: rows.map((r) => ({ x: r.policy_version, y: r.reverse_kl })),
+  }));
   const episodes = runs.reduce((n, r) => n + r.episodes, 0);
   const meanReward =
     scores.length > 0 ? scores.reduce((a, s) => a + s.score, 0) / scores.length : null;
@@ -71,6 +79,14 @@ export function OverviewPage(props: { data: Overview; run: string | null }) {
               series={series}
               xLabel="policy version"
               testId="policy-version-chart"
+            />
+          ) : null}
+          {klSeries.length > 0 ? (
+            <LineChart
+              title="distillation: reverse KL to the teacher by policy version"
+              series={klSeries}
+              xLabel="policy version"
+              testId="reverse-kl-chart"
             />
           ) : null}
         </div>

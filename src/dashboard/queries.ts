@@ -48,58 +48,75 @@ export interface PrefixBreakRow {
   break_rate: number;
 }
 
+/** On-policy distillation: the student's reverse KL to its teacher, by policy version. */
+export interface DistillationRow {
+  run_id: string;
+  env: string;
+  teacher_model: string;
+  policy_version: number;
+  episodes: number;
+  reverse_kl: number;
+}
+
 /** `run` narrows everything to one run; null means all runs. */
 export async function overview(db: D1Database, run: string | null) {
-  const [runs, scores, success, byVersion, failures, groups, totals, drift] = await Promise.all([
-    all<RunRow>(
-      db,
-      "SELECT * FROM run_summary WHERE ?1 IS NULL OR run_id = ?1 ORDER BY last_episode DESC LIMIT 100",
-      run,
-    ),
-    // The newest 20,000 scored episodes are plenty for a distribution.
-    all<{ env: string; score: number }>(
-      db,
-      `SELECT env, score FROM episodes WHERE score IS NOT NULL AND status != 'failed' AND (?1 IS NULL OR run_id = ?1)
+  const [runs, scores, success, byVersion, failures, groups, totals, drift, distillation] =
+    await Promise.all([
+      all<RunRow>(
+        db,
+        "SELECT * FROM run_summary WHERE ?1 IS NULL OR run_id = ?1 ORDER BY last_episode DESC LIMIT 100",
+        run,
+      ),
+      // The newest 20,000 scored episodes are plenty for a distribution.
+      all<{ env: string; score: number }>(
+        db,
+        `SELECT env, score FROM episodes WHERE score IS NOT NULL AND status != 'failed' AND (?1 IS NULL OR run_id = ?1)
        ORDER BY finished_at DESC LIMIT 20000`,
-      run,
-    ),
-    all<{ env: string; rate: number }>(
-      db,
-      `SELECT env, AVG(success) AS rate FROM episodes WHERE success IS NOT NULL AND (?1 IS NULL OR run_id = ?1)
+        run,
+      ),
+      all<{ env: string; rate: number }>(
+        db,
+        `SELECT env, AVG(success) AS rate FROM episodes WHERE success IS NOT NULL AND (?1 IS NULL OR run_id = ?1)
        GROUP BY env ORDER BY env`,
-      run,
-    ),
-    all<{ run_id: string; env: string; policy_version: number; mean_reward: number }>(
-      db,
-      "SELECT run_id, env, policy_version, mean_reward FROM reward_by_policy_version WHERE ?1 IS NULL OR run_id = ?1",
-      run,
-    ),
-    all<{ env: string; reason: string; episodes: number; example_detail: string }>(
-      db,
-      `SELECT env, failure_reason AS reason, COUNT(*) AS episodes, MAX(failure_detail) AS example_detail
+        run,
+      ),
+      all<{ run_id: string; env: string; policy_version: number; mean_reward: number }>(
+        db,
+        "SELECT run_id, env, policy_version, mean_reward FROM reward_by_policy_version WHERE ?1 IS NULL OR run_id = ?1",
+        run,
+      ),
+      all<{ env: string; reason: string; episodes: number; example_detail: string }>(
+        db,
+        `SELECT env, failure_reason AS reason, COUNT(*) AS episodes, MAX(failure_detail) AS example_detail
        FROM episodes WHERE status = 'failed' AND (?1 IS NULL OR run_id = ?1)
        GROUP BY env, failure_reason ORDER BY episodes DESC`,
-      run,
-    ),
-    all<RecentGroup>(
-      db,
-      `SELECT id, run_id, env, status, group_size, score_mean, episodes_failed, delivery_state, created_at
+        run,
+      ),
+      all<RecentGroup>(
+        db,
+        `SELECT id, run_id, env, status, group_size, score_mean, episodes_failed, delivery_state, created_at
        FROM groups WHERE ?1 IS NULL OR run_id = ?1 ORDER BY created_at DESC LIMIT 40`,
-      run,
-    ),
-    all<{ groups: number; landed: number; running: number }>(
-      db,
-      `SELECT COUNT(*) AS groups, SUM(status = 'landed') AS landed, SUM(status = 'running') AS running
+        run,
+      ),
+      all<{ groups: number; landed: number; running: number }>(
+        db,
+        `SELECT COUNT(*) AS groups, SUM(status = 'landed') AS landed, SUM(status = 'running') AS running
        FROM groups WHERE ?1 IS NULL OR run_id = ?1`,
-      run,
-    ),
-    all<PrefixBreakRow>(
-      db,
-      `SELECT * FROM prefix_breaks WHERE ?1 IS NULL OR run_id = ?1
+        run,
+      ),
+      all<PrefixBreakRow>(
+        db,
+        `SELECT * FROM prefix_breaks WHERE ?1 IS NULL OR run_id = ?1
        ORDER BY breaks DESC, run_id, env LIMIT 50`,
-      run,
-    ),
-  ]);
+        run,
+      ),
+      all<DistillationRow>(
+        db,
+        `SELECT run_id, env, teacher_model, policy_version, episodes, reverse_kl FROM distillation
+       WHERE ?1 IS NULL OR run_id = ?1 ORDER BY run_id, policy_version LIMIT 2000`,
+        run,
+      ),
+    ]);
   return {
     runs,
     scores,
@@ -108,6 +125,7 @@ export async function overview(db: D1Database, run: string | null) {
     failures,
     groups,
     drift,
+    distillation,
     totals: totals[0] ?? { groups: 0, landed: 0, running: 0 },
   };
 }

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { END } from "../../src/rollout/outcomes";
-import { guessExample, type Json, postGroup, startGroup, waitForGroup } from "./helpers";
+import { api, guessExample, type Json, postGroup, startGroup, waitForGroup } from "./helpers";
 import { d1, lease } from "./token-helpers";
 
 const TEACHER = "sim+teacher";
@@ -108,6 +108,25 @@ describe("on-policy distillation", () => {
     }
     const messages = await d1("SELECT COUNT(*) AS n FROM messages WHERE group_id = ?", id);
     expect(messages[0].n).toBeGreaterThan(2);
+  });
+
+  it("plots the reverse KL by policy version on the dashboard", async () => {
+    const run = "opd-dashboard";
+    for (const version of [0, 1]) {
+      const id = await startGroup(opdGroup(run, { policy_version: version }));
+      await waitForGroup(id);
+    }
+    const page = await (await api(`/?run=${run}`)).text();
+    expect(page).toContain('data-testid="reverse-kl-chart"');
+    expect(page).toContain(`${run} · ${TEACHER}`);
+    // A run without distillation has no such chart.
+    const id = await startGroup({
+      ...opdGroup("grpo-only"),
+      algorithm: "grpo",
+      teacher: undefined,
+    });
+    await waitForGroup(id);
+    expect(await (await api("/?run=grpo-only")).text()).not.toContain("reverse-kl-chart");
   });
 
   it("refuses a teacher with another tokenizer, saying so, and stores nothing", async () => {
