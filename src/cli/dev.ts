@@ -14,12 +14,18 @@ export interface DevFlags {
   simPort: string;
   persistTo: string;
   inferenceUrl?: string;
+  /** The on-policy distillation teacher's host (TEACHER_BASE_URL); default the inference host. */
+  teacherUrl?: string;
 }
 
-/** The host's key, when the shell has one: handed to the Worker as a secret, never as a flag. */
+/** The hosts' keys, when the shell has them: handed to the Worker as secrets, never as flags. */
 function hostSecrets(): Record<string, string> {
-  const key = process.env.INFERENCE_API_KEY;
-  return key ? { INFERENCE_API_KEY: key } : {};
+  const secrets: Record<string, string> = {};
+  for (const name of ["INFERENCE_API_KEY", "TEACHER_API_KEY"]) {
+    const key = process.env[name];
+    if (key) secrets[name] = key;
+  }
+  return secrets;
 }
 
 function printReady(stack: LocalStack, flags: DevFlags): void {
@@ -29,7 +35,9 @@ function printReady(stack: LocalStack, flags: DevFlags): void {
   console.log(`edgeroll is up (Ctrl-C stops it):
   API          ${stack.apiUrl}
   dashboard    ${stack.apiUrl}/?token=${stack.tokens.reader}
-  inference    ${stack.inferenceUrl}${stack.simulator ? " (the simulator)" : ""}
+  inference    ${stack.inferenceUrl}${stack.simulator ? " (the simulator)" : ""}${
+    flags.teacherUrl ? `\n  teacher      ${flags.teacherUrl}` : ""
+  }
   tokens       ${tokens}: ${
     defaultState
       ? "the CLI and the Python client find them there by themselves"
@@ -53,6 +61,7 @@ export async function dev(flags: DevFlags): Promise<void> {
     persistTo: resolveStateDir(flags.persistTo),
     apiPort: port,
     secrets: hostSecrets(),
+    ...(flags.teacherUrl ? { vars: { TEACHER_BASE_URL: flags.teacherUrl } } : {}),
     ...(flags.inferenceUrl
       ? { inferenceUrl: flags.inferenceUrl }
       : {

@@ -130,6 +130,7 @@ program
   .option("--sim-port <n>", "port for the simulator", "8000")
   .option("--persist-to <dir>", "local state directory", ".wrangler/state")
   .option("--inference-url <url>", "use this OpenAI-compatible host instead of the simulator")
+  .option("--teacher-url <url>", "the distillation teacher's host (default: the inference host)")
   .action(dev);
 
 withApi(program.command("run"))

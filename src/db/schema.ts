@@ -30,7 +30,10 @@ export const groups = sqliteTable(
     scoreMean: real("score_mean"),
     scoreStd: real("score_std"),
     episodesFailed: integer("episodes_failed"),
-    /** Every scored episode has the same score: no GRPO signal, so not served unless asked. */
+    /**
+     * Every scored episode has the same score: no GRPO signal, so not served unless asked. Never
+     * set for on-policy distillation, whose signal is per token.
+     */
     uniform: integer("uniform", { mode: "boolean" }).notNull().default(false),
     /** The group's token object in the TOKENS bucket, and its size; null without tokens. */
     tokenObject: text("token_object"),

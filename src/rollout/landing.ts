@@ -205,8 +205,10 @@ export function landingPayload(store: GroupStore, tokens: TokenLanding | null): 
     scoreMean: mean,
     scoreStd: std,
     episodesFailed: failed.length,
-    // Equal scores carry no group-relative signal; a group of one is uniform by definition.
-    uniform: scores.length > 0 && scores.every((s) => s === scores[0]),
+    // Equal scores carry no group-relative signal; a group of one is uniform by definition. A
+    // distilled group's signal is per token (the teacher's logprobs), whatever its scores.
+    uniform:
+      request.algorithm !== "opd" && scores.length > 0 && scores.every((s) => s === scores[0]),
     tokenObject: tokens?.object?.key ?? null,
     tokenObjectBytes: tokens?.object?.bytes.length ?? null,
     finishedAt,
