@@ -53,13 +53,18 @@ export function configFrom(env: object): Config {
 }
 
 /** Where the teacher is: TEACHER_BASE_URL, else the inference host (with its key). */
-export function teacherEndpoint(config: Config): { baseUrl: string; apiKey: string | undefined } {
+export function teacherEndpoint(config: Config): {
+  baseUrl: string;
+  apiKey: string | undefined;
+  name: string;
+} {
   return config.TEACHER_BASE_URL === undefined
     ? {
         baseUrl: config.INFERENCE_BASE_URL,
         apiKey: config.TEACHER_API_KEY ?? config.INFERENCE_API_KEY,
+        name: "teacher (the inference host)",
       }
-    : { baseUrl: config.TEACHER_BASE_URL, apiKey: config.TEACHER_API_KEY };
+    : { baseUrl: config.TEACHER_BASE_URL, apiKey: config.TEACHER_API_KEY, name: "teacher host" };
 }
 
 /** Generation deadline for a context size: clamp(per_token * tokens, min, max), in ms. */

@@ -49,7 +49,7 @@ async function scoredGroup(runId: string, i: number, withTokens: boolean): Promi
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
   await runInDurableObject(stub, (_instance, state) => {
     const store = new GroupStore(state.storage);
-    const tokens = new TokenStore(state.storage.sql);
+    const tokens = new TokenStore(state.storage);
     store.create(spec);
     for (let idx = 0; idx < SIZE; idx++) {
       store.recordOpening(
@@ -131,7 +131,7 @@ async function finishedGroups(runId: string, count: number, withTokens: boolean)
         env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(id)),
         (_instance, state): Finished => {
           const store = new GroupStore(state.storage);
-          const tokens = tokenLanding(store.group().spec, new TokenStore(state.storage.sql));
+          const tokens = tokenLanding(store.group().spec, new TokenStore(state.storage));
           return { payload: landingPayload(store, tokens), tokens };
         },
       ),

@@ -9,7 +9,9 @@
  *   distilled group `teacher_logprobs` aligned with `completion_ids`.
  * - `atropos`: one Atropos `ScoredDataGroup` per rollout group: `tokens`, `masks` (the token id
  *   where it is trained, -100 elsewhere), `scores` (the episode's reward, once per sequence),
- *   `inference_logprobs` (1.0 where masked, Atropos's placeholder) and per-token `advantages`.
+ *   `inference_logprobs` (1.0 where masked, Atropos's placeholder) and per-token `advantages`;
+ *   for a distilled group also `distill_token_ids` and `distill_logprobs` ([sequence][position]
+ *   [k], k = 1: the sampled token and the teacher's logprob of it; empty where not trained).
  */
 
 export interface JsonSample {
@@ -69,6 +71,18 @@ export function trlRows(e: SampledEpisode): object[] {
   });
 }
 
+/** Atropos's distillation arrays, top-1: the token sampled at each trained position. */
+function distillArrays(samples: readonly JsonSample[]) {
+  if (!samples.every((s) => s.teacher_logprobs !== undefined)) return {};
+  const at = (s: JsonSample, i: number) => s.mask[i] === 1;
+  return {
+    distill_token_ids: samples.map((s) => s.token_ids.map((id, i) => (at(s, i) ? [id] : []))),
+    distill_logprobs: samples.map((s) =>
+      s.token_ids.map((_, i) => (at(s, i) ? [s.teacher_logprobs?.[i] ?? 0] : [])),
+    ),
+  };
+}
+
 /** One ScoredDataGroup of a rollout group's scored episodes (failed ones have no score). */
 export function atroposGroup(episodes: readonly SampledEpisode[]): object | null {
   const scored = episodes.filter((e) => e.reward !== null && e.samples.length > 0);
@@ -82,6 +96,7 @@ export function atroposGroup(episodes: readonly SampledEpisode[]): object | null
       s.logprobs.map((lp, i) => (s.mask[i] === 1 ? lp : 1.0)),
     ),
     advantages: sequences.map(({ s }) => s.advantages),
+    ...distillArrays(sequences.map(({ s }) => s)),
     ref_logprobs: null,
     messages: null,
     generation_params: null,

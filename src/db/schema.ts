@@ -106,7 +106,10 @@ export const episodes = sqliteTable(
     prefixBreaks: integer("prefix_breaks").notNull().default(0),
     /** Trainer samples the turns make by the merge-or-split rule (prefix breaks + 1). */
     sampleCount: integer("sample_count").notNull().default(0),
-    /** On-policy distillation: the teacher that scored the episode's tokens. */
+    /**
+     * On-policy distillation: the group's teacher (it scored the tokens unless the episode
+     * failed; `reverse_kl` says whether it did).
+     */
     teacherModel: text("teacher_model"),
     /**
      * The mean over sampled tokens of `student_logprob - teacher_logprob`: the reverse KL

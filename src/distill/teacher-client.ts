@@ -12,12 +12,18 @@ import {
   postJson,
   type RetryOptions,
 } from "../inference/retries";
+import { PLACEHOLDER_LOGPROB } from "../inference/token-fields";
 
-/** vLLM's placeholder for a logprob it did not have (`max(logprob, -9999.0)`). */
-const PLACEHOLDER_LOGPROB = -9999;
-
-/** The teacher's logprob of each id given the ids before it; position 0 has none (NaN). */
-export function parsePromptLogprobs(text: string, ids: Int32Array): Float32Array {
+/**
+ * The teacher's logprob of each id given the ids before it, read where `wanted` is 1 (the
+ * sampled tokens; the prompt's and the environment's are not used, and a host may lack them);
+ * NaN elsewhere.
+ */
+export function parsePromptLogprobs(
+  text: string,
+  ids: Int32Array,
+  wanted: Uint8Array,
+): Float32Array {
   let entries: unknown;
   try {
     entries = (JSON.parse(text) as { choices?: { prompt_logprobs?: unknown }[] }).choices?.[0]
@@ -33,6 +39,7 @@ export function parsePromptLogprobs(text: string, ids: Int32Array): Float32Array
     );
   const logprobs = new Float32Array(ids.length).fill(Number.NaN);
   for (let i = 1; i < ids.length; i++) {
+    if (wanted[i] !== 1) continue;
     const entry = entries[i] as Record<string, { logprob?: unknown }> | null;
     const logprob = entry?.[String(ids[i])]?.logprob;
     if (typeof logprob !== "number" || !Number.isFinite(logprob) || logprob <= PLACEHOLDER_LOGPROB)
@@ -45,25 +52,32 @@ export function parsePromptLogprobs(text: string, ids: Int32Array): Float32Array
 async function scoreOnce(
   endpoint: InferenceEndpoint,
   model: string,
-  ids: Int32Array,
+  sequence: { ids: Int32Array; wanted: Uint8Array },
   signal: AbortSignal,
 ): Promise<Float32Array> {
+  const { ids } = sequence;
   const body = JSON.stringify({
     model,
     prompt: Array.from(ids),
     max_tokens: 1,
     prompt_logprobs: 0,
   });
-  const response = await postJson(`${baseOf(endpoint)}/completions`, endpoint.apiKey, body, signal);
-  return parsePromptLogprobs(await response.text(), ids);
+  const response = await postJson(
+    `${baseOf(endpoint)}/completions`,
+    endpoint.apiKey,
+    body,
+    signal,
+    `${endpoint.name ?? "teacher host"} (/completions)`,
+  );
+  return parsePromptLogprobs(await response.text(), ids, sequence.wanted);
 }
 
-/** Scores one sequence under a deadline, retried like a generation. */
+/** Scores one sequence where `wanted` is 1, under a deadline, retried like a generation. */
 export function teacherLogprobs(
   endpoint: InferenceEndpoint,
   model: string,
-  ids: Int32Array,
+  sequence: { ids: Int32Array; wanted: Uint8Array },
   options: RetryOptions,
 ): Promise<CallOutcome<Float32Array>> {
-  return callWithRetries((signal) => scoreOnce(endpoint, model, ids, signal), options);
+  return callWithRetries((signal) => scoreOnce(endpoint, model, sequence, signal), options);
 }

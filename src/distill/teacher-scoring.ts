@@ -21,18 +21,20 @@ export interface TeacherPass {
   /** The teacher model on the teacher host. */
   model: string;
   tokens: TokenStore;
-  storage: DurableObjectStorage;
   config: Config;
   /** The episodes that may be scored (they ended without failing). */
   candidates: readonly number[];
+  /**
+   * Runs one episode's scoring under the in-flight limit toward the host, when the teacher is
+   * the inference host itself (its prefills compete with the generations).
+   */
+  underLimit: <T>(idx: number, score: () => Promise<T>) => Promise<T>;
 }
 
 function whyNot(outcome: Exclude<CallOutcome<unknown>, { kind: "ok" }>, timeoutS: number): string {
   switch (outcome.kind) {
     case "timeout":
       return `the teacher did not answer within TEACHER_TIMEOUT_S (${timeoutS} s)`;
-    case "retry_later":
-      return `the teacher asked to wait past its deadline: ${outcome.message}`;
     default:
       return `the teacher failed after ${outcome.attempts} attempts: ${outcome.message}`;
   }
@@ -44,19 +46,20 @@ async function scoreEpisode(pass: TeacherPass, idx: number): Promise<string | nu
   const turns = tokens.turns(idx);
   const byTurn = new Map<number, Float32Array>();
   for (const sample of episodeSamples(turns, () => 0)) {
-    const outcome = await teacherLogprobs(teacherEndpoint(config), pass.model, sample.tokenIds, {
-      deadlineMs: config.TEACHER_TIMEOUT_S * 1000,
-      maxRetries: config.INFERENCE_MAX_RETRIES,
-    });
+    const outcome = await teacherLogprobs(
+      teacherEndpoint(config),
+      pass.model,
+      { ids: sample.tokenIds, wanted: sample.mask },
+      { deadlineMs: config.TEACHER_TIMEOUT_S * 1000, maxRetries: config.INFERENCE_MAX_RETRIES },
+    );
     if (outcome.kind !== "ok") return whyNot(outcome, config.TEACHER_TIMEOUT_S);
-    const [first] = sample.turns;
-    sample.completionStarts.forEach((start, j) => {
-      const turn = turns.find((t) => t.turn === first + j);
-      if (turn === undefined) return;
-      byTurn.set(turn.turn, outcome.value.slice(start, start + turn.completionIds.length));
-    });
+    for (const { turn, start, length } of sample.completions)
+      byTurn.set(turn, outcome.value.slice(start, start + length));
   }
-  tokens.recordTeacher(pass.storage, idx, byTurn);
+  // Every recorded turn is in some sample: a miss would leave the episode unscored for good.
+  if (byTurn.size !== turns.length)
+    throw new Error(`episode ${idx}: the teacher scored ${byTurn.size} of ${turns.length} turns`);
+  tokens.recordTeacher(idx, byTurn);
   return null;
 }
 
@@ -72,7 +75,7 @@ export async function teachEpisodes(pass: TeacherPass): Promise<Map<number, stri
   await pMap(
     waiting,
     async (idx) => {
-      const problem = await scoreEpisode(pass, idx);
+      const problem = await pass.underLimit(idx, () => scoreEpisode(pass, idx));
       if (problem !== null) failures.set(idx, problem);
     },
     { concurrency: CONCURRENCY },

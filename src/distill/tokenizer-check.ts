@@ -7,9 +7,13 @@
 import { type Config, teacherEndpoint } from "../config";
 import { tokenize } from "../inference/tokenize";
 
-/** Words, digits, punctuation, non-Latin scripts and markup: vocabularies rarely agree by chance. */
+/**
+ * Words, digits, punctuation, non-Latin scripts, markup, and the special tokens chat models add
+ * (`<|im_end|>`, `<think>`): vocabularies that share their merges but not their added tokens
+ * (Qwen2.5 and Qwen3) differ here too.
+ */
 const PROBE =
-  'edgeroll tokenizer probe: Grüße, naïve café — 数字 12345 ¿qué? <tool_call>{"name": "f", "arguments": [1, 2.5]}</tool_call>\n\tend.';
+  'edgeroll tokenizer probe: Grüße, naïve café — 数字 12345 ¿qué? <think>hmm</think> <tool_call>{"name": "f", "arguments": [1, 2.5]}</tool_call><|im_end|>\n\tend.';
 
 const REMEMBER_MS = 10 * 60_000;
 const matched = new Map<string, number>();
@@ -19,12 +23,32 @@ export type TokenizerCheck =
   | {
       ok: false;
       status: 400 | 503;
-      code: "tokenizer_mismatch" | "tokenizer_check_unavailable";
+      code: "tokenizer_mismatch" | "tokenizer_check_unavailable" | "invalid_request";
       message: string;
     };
 
 const preview = (ids: Int32Array) =>
   `${ids.length} ids [${Array.from(ids.subarray(0, 6)).join(", ")}${ids.length > 6 ? ", …" : ""}]`;
+
+type Tokenized = Awaited<ReturnType<typeof tokenize>>;
+
+/** Why a host did not tokenize the probe: a refusal names the model, anything else is for later. */
+function notTokenized(who: string, outcome: Exclude<Tokenized, { kind: "ok" }>): TokenizerCheck {
+  const why = "message" in outcome ? outcome.message : outcome.kind;
+  if (outcome.kind === "failed" && outcome.failure === "rejected")
+    return {
+      ok: false,
+      status: 400,
+      code: "invalid_request",
+      message: `${who} refused to tokenize a probe text (${why}); is the model name right?`,
+    };
+  return {
+    ok: false,
+    status: 503,
+    code: "tokenizer_check_unavailable",
+    message: `could not check that student and teacher share a tokenizer: ${who} did not tokenize a probe text (${why})`,
+  };
+}
 
 export async function checkSharedTokenizer(
   config: Config,
@@ -40,21 +64,9 @@ export async function checkSharedTokenizer(
     tokenize(student, studentModel, { text: PROBE }, options),
     tokenize(teacher, teacherModel, { text: PROBE }, options),
   ]);
-  for (const [who, outcome] of [
-    [`the inference host (${studentModel})`, mine],
-    [`the teacher host (${teacherModel})`, theirs],
-  ] as const) {
-    if (outcome.kind !== "ok") {
-      const why = "message" in outcome ? outcome.message : outcome.kind;
-      return {
-        ok: false,
-        status: 503,
-        code: "tokenizer_check_unavailable",
-        message: `could not check that student and teacher share a tokenizer: ${who} did not tokenize a probe text (${why})`,
-      };
-    }
-  }
-  if (mine.kind !== "ok" || theirs.kind !== "ok") throw new Error("unreachable");
+  if (mine.kind !== "ok") return notTokenized(`the inference host (model "${studentModel}")`, mine);
+  if (theirs.kind !== "ok")
+    return notTokenized(`the teacher host (model "${teacherModel}")`, theirs);
   const same =
     mine.value.length === theirs.value.length &&
     mine.value.every((id, i) => id === theirs.value[i]);

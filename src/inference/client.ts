@@ -27,6 +27,8 @@ export type { GenerationFailure };
 export interface InferenceEndpoint {
   baseUrl: string;
   apiKey?: string | undefined;
+  /** What errors call it: "inference host" unless said otherwise ("teacher host"). */
+  name?: string;
 }
 
 export type GenerationOutcome =
@@ -96,7 +98,13 @@ async function sendOnce(
   readWhole: boolean,
 ): Promise<Completion> {
   const url = `${baseOf(endpoint)}${completionPath(request)}`;
-  const response = await postJson(url, endpoint.apiKey, requestBody(request), signal);
+  const response = await postJson(
+    url,
+    endpoint.apiKey,
+    requestBody(request),
+    signal,
+    endpoint.name ?? "inference host",
+  );
   const streamed =
     request.stream &&
     response.body &&

@@ -44,8 +44,10 @@ export function errorForStatus(
   status: number,
   body: string,
   retryAfter: string | null,
+  /** Who answered, for the message: "inference host", or the host and the endpoint. */
+  from = "inference host",
 ): InferenceError {
-  const detail = `inference host answered ${status}: ${body.slice(0, 300)}`;
+  const detail = `${from} answered ${status}: ${body.slice(0, 300)}`;
   if (status === 429 || status >= 500)
     return new InferenceError("retryable", detail, { retryAfterS: parseRetryAfter(retryAfter) });
   if (CONTEXT_LENGTH.test(body)) return new InferenceError("context_exceeded", detail);

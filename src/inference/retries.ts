@@ -116,12 +116,16 @@ export async function callWithRetries<T>(
   }
 }
 
-/** POSTs JSON to the host; a non-2xx answer or no answer at all becomes an InferenceError. */
+/**
+ * POSTs JSON to the host; a non-2xx answer or no answer at all becomes an InferenceError that
+ * says who failed (`from`: "inference host", "the teacher host's /completions", ...).
+ */
 export async function postJson(
   url: string,
   apiKey: string | undefined,
   body: string,
   signal: AbortSignal,
+  from = "inference host",
 ): Promise<Response> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (apiKey) headers.authorization = `Bearer ${apiKey}`;
@@ -130,7 +134,7 @@ export async function postJson(
     response = await fetch(url, { method: "POST", headers, body, signal });
   } catch (error) {
     if (signal.aborted) throw error;
-    throw new InferenceError("retryable", `could not reach the inference host: ${String(error)}`, {
+    throw new InferenceError("retryable", `could not reach the ${from}: ${String(error)}`, {
       cause: error,
     });
   }
@@ -139,6 +143,7 @@ export async function postJson(
       response.status,
       await response.text(),
       response.headers.get("retry-after"),
+      from,
     );
   }
   return response;

@@ -25,7 +25,7 @@ export type TokenFields =
   | { kind: "missing"; problem: string };
 
 /** vLLM's placeholder for a logprob it did not have (`max(logprob, -9999.0)`). */
-const PLACEHOLDER_LOGPROB = -9999;
+export const PLACEHOLDER_LOGPROB = -9999;
 
 const HOW_TO_GET_THEM =
   "vLLM sends them from 0.10.2 on; SGLang only without streaming (set INFERENCE_STREAM=false)";

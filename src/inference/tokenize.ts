@@ -39,6 +39,7 @@ async function tokenizeOnce(
     endpoint.apiKey,
     body(model, input),
     signal,
+    `${endpoint.name ?? "inference host"} (/tokenize)`,
   );
   const text = await response.text();
   let tokens: unknown;

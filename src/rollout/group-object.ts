@@ -37,7 +37,7 @@ const retryDelayMs = (attempt: number) => backoffDelayMs(attempt, { baseMs: 1000
 
 export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi {
   private readonly store = new GroupStore(this.ctx.storage);
-  private readonly tokens = new TokenStore(this.ctx.storage.sql);
+  private readonly tokens = new TokenStore(this.ctx.storage);
   private readonly config = configFrom(this.env);
   private readonly drivers = new Map<number, Promise<void>>();
   private runtime: GroupRuntime | null = null;
@@ -120,6 +120,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         stepWorker: stepWorker(this.env),
         permits: groupPermits(this.env, group.spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
         writeTurn: sharedWriteTurn(),
+        seams: { measuring: null },
       };
       if (!this.createdHere) {
         // First wake of this instance: permits held by an earlier one went with its generations.
@@ -241,12 +242,22 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     const failures = await teachEpisodes({
       model: teacher.model,
       tokens: this.tokens,
-      storage: this.ctx.storage,
       config: this.config,
       candidates: this.store
         .episodes()
         .filter((e) => e.state !== "failed")
         .map((e) => e.idx),
+      underLimit: async (idx, score) => {
+        const permits = this.runtime?.permits;
+        // A teacher of its own is not the host MAX_INFLIGHT_GENERATIONS protects.
+        if (permits === undefined || this.config.TEACHER_BASE_URL !== undefined) return score();
+        await permits.hold(idx, this.config.TEACHER_TIMEOUT_S * 1000 + 60_000);
+        try {
+          return await score();
+        } finally {
+          permits.drop(idx);
+        }
+      },
     });
     for (const [idx, problem] of failures)
       this.store.finish(idx, failed(END.teacher_failed, problem));

@@ -80,8 +80,11 @@ export const StartGroupRequestSchema = z
         );
     } else if (r.teacher !== undefined) problem(["teacher"], 'only with algorithm "opd"');
   })
-  // OPD implies token-exact episodes: an episode the teacher cannot score is no use.
-  .transform((r) => (r.algorithm === "opd" ? { ...r, tokens: "required" as const } : r));
+  // Both need every turn's ids: token-in builds each prompt from them, and an episode the
+  // teacher cannot score is no use to distillation.
+  .transform((r) =>
+    r.algorithm === "opd" || r.generation === "tokens" ? { ...r, tokens: "required" as const } : r,
+  );
 export type StartGroupRequest = z.infer<typeof StartGroupRequestSchema>;
 
 export interface GroupSpec {

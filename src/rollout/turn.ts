@@ -25,7 +25,7 @@ import { END, type FailureReason, failed } from "./outcomes";
 import type { Permits } from "./permits";
 import { answerOf, callStepWorker } from "./step-call";
 import { EpisodeStepSession } from "./step-session";
-import { tokenInPrompt } from "./token-prompt";
+import { type SeamsCache, tokenInPrompt } from "./token-prompt";
 
 /** The inference client's failures, as the episode's end reasons. */
 const INFERENCE_FAILURE: Record<GenerationFailure, FailureReason> = {
@@ -44,6 +44,8 @@ export interface GroupRuntime {
   permits: Permits;
   /** Resolves in the group's next write turn, shared by its episodes (write-turn.ts). */
   writeTurn: () => Promise<void>;
+  /** Token-in generation: the host template's seams, measured once for the group. */
+  seams: SeamsCache;
 }
 
 /**
@@ -118,7 +120,8 @@ async function sample(
     store.recordRedispatch(idx);
   } else if (
     pending === null &&
-    request.generation === "chat" &&
+    // A group started before token-in existed has no `generation` in its stored spec: chat.
+    request.generation !== "tokens" &&
     !fitsContext(rt, idx, transcript)
   ) {
     store.finish(idx, { state: "truncated", reason: END.context_budget });
@@ -131,23 +134,17 @@ async function sample(
   // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one.
   const deadlineAt = generation?.deadlineAt ?? Date.now() + windowMs;
   store.markSent(idx, deadlineAt);
-  const budget = () => ({
-    deadlineMs: Math.max(0, deadlineAt - Date.now()),
-    maxRetries: Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0)),
-    maxInlineBackoffMs: INLINE_BACKOFF_MS,
-  });
+  const endpoint = { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY };
+  let retriesLeft = Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0));
   let prompt: Int32Array | undefined;
   if (request.generation === "tokens") {
-    // Inside the attempt's deadline: tokenizing is part of sending this generation.
+    // Part of this attempt: under its deadline, out of its retries. (Marked sent already, so an
+    // eviction while tokenizing counts as a re-dispatch, as one while generating does.)
     const built = await tokenInPrompt(
-      {
-        endpoint: { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY },
-        model: request.sampling.model,
-        tokens: rt.tokens,
-      },
+      { endpoint, model: request.sampling.model, tokens: rt.tokens, seams: rt.seams },
       idx,
       transcript,
-      budget(),
+      { deadlineAt, maxRetries: retriesLeft, maxInlineBackoffMs: INLINE_BACKOFF_MS },
     );
     await rt.writeTurn();
     if (built.kind === "unusable") {
@@ -156,6 +153,7 @@ async function sample(
     }
     if (built.kind !== "ok") return settle(rt, idx, built, deadlineAt, windowMs);
     prompt = built.ids;
+    retriesLeft = Math.max(0, retriesLeft - built.retries);
     // The exact count, known before sending: the host is never asked for what cannot fit.
     const needed = prompt.length + request.sampling.max_completion_tokens;
     if (needed > request.max_context_tokens) {
@@ -165,7 +163,7 @@ async function sample(
     }
   }
   const outcome = await generate(
-    { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY },
+    endpoint,
     {
       sampling: request.sampling,
       messages: transcript,
@@ -176,7 +174,9 @@ async function sample(
       prompt,
     },
     {
-      ...budget(),
+      deadlineMs: Math.max(0, deadlineAt - Date.now()),
+      maxRetries: retriesLeft,
+      maxInlineBackoffMs: INLINE_BACKOFF_MS,
       wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / request.group_size),
       retryWithoutTokens: request.tokens === "auto",
     },
@@ -238,9 +238,8 @@ function recordAction(
   const { completion } = outcome;
   const fields = completion.tokens;
   const exact = fields?.kind === "exact" ? fields.tokens : null;
-  // Token-in generation builds the next prompt from these ids: it cannot go on without them.
-  const needed = spec.request.tokens === "required" || spec.request.generation === "tokens";
-  if (needed && exact === null) {
+  // Token-in generation (which implies "required") builds the next prompt from these ids.
+  if (spec.request.tokens === "required" && exact === null) {
     const why = fields?.kind === "missing" ? fields.problem : "the host was not asked for tokens";
     const detail =
       spec.request.generation === "tokens"

@@ -17,8 +17,8 @@ export interface TokenSample {
   advantages: Float32Array;
   /** The teacher's logprobs, when every turn of the sample has been scored by one. */
   teacherLogprobs?: Float32Array | undefined;
-  /** Where each of its turns' completion starts, in turn order (to map positions to turns). */
-  completionStarts: number[];
+  /** Where each of its turns' completion lies in `tokenIds`, in turn order. */
+  completions: { turn: number; start: number; length: number }[];
 }
 
 /** Per turn: the advantage its tokens get (per-turn credit), or one for the whole episode. */
@@ -50,13 +50,13 @@ export function episodeSamples(
     const advantages = new Float32Array(length);
     const taught = run.every((t) => t.teacherLogprobs !== undefined);
     const teacherLogprobs = taught ? new Float32Array(length) : undefined;
-    const completionStarts: number[] = [];
+    const completions: TokenSample["completions"] = [];
     tokenIds.set(previous.subarray(0, start));
     let at = start;
     for (const turn of run) {
       tokenIds.set(turn.promptTail, at);
       at += turn.promptTail.length;
-      completionStarts.push(at);
+      completions.push({ turn: turn.turn, start: at, length: turn.completionIds.length });
       tokenIds.set(turn.completionIds, at);
       mask.fill(1, at, at + turn.completionIds.length);
       logprobs.set(turn.logprobs, at);
@@ -73,7 +73,7 @@ export function episodeSamples(
       logprobs,
       advantages,
       teacherLogprobs,
-      completionStarts,
+      completions,
     });
   }
   return samples;

@@ -66,7 +66,11 @@ export class TokenStore {
   private readonly cache = new Map<number, Cached>();
   private modes: Map<number, { mode: TokenMode; reason: string | null }> | null = null;
 
-  constructor(private readonly sql: SqlStorage) {}
+  private readonly sql: SqlStorage;
+
+  constructor(private readonly storage: DurableObjectStorage) {
+    this.sql = storage.sql;
+  }
 
   private ensure(): void {
     if (this.ready) return;
@@ -129,13 +133,9 @@ export class TokenStore {
    * at most a completion's 1 MB), all in one transaction; a scoring interrupted before it
    * commits is done again whole.
    */
-  recordTeacher(
-    storage: DurableObjectStorage,
-    idx: number,
-    byTurn: Map<number, Float32Array>,
-  ): void {
+  recordTeacher(idx: number, byTurn: Map<number, Float32Array>): void {
     this.ensure();
-    storage.transactionSync(() => {
+    this.storage.transactionSync(() => {
       for (const [turn, logprobs] of byTurn)
         this.sql.exec(
           "INSERT OR REPLACE INTO teacher_logprobs (idx, turn, logprobs) VALUES (?, ?, ?)",

@@ -22,6 +22,15 @@ const episode = (id: string, reward: number | null): SampledEpisode => ({
   ],
 });
 
+/** The same episode, distilled: the teacher's logprob of each sampled token. */
+const distilled = (id: string): SampledEpisode => {
+  const e = episode(id, 1);
+  return {
+    ...e,
+    samples: e.samples.map((s) => ({ ...s, teacher_logprobs: [0, 0, -0.1, -3, 0, -0.2] })),
+  };
+};
+
 describe("TRL rollout_func rows", () => {
   it("split at the first sampled token: prompt_ids, then completion_ids with env_mask", () => {
     expect(trlRows(episode("e0", 1))[0]).toMatchObject({
@@ -32,6 +41,8 @@ describe("TRL rollout_func rows", () => {
       reward: 1,
       episode_id: "e0",
     });
+    expect(trlRows(episode("e0", 1))[0]).not.toHaveProperty("teacher_logprobs");
+    expect(trlRows(distilled("e0"))[0]).toMatchObject({ teacher_logprobs: [-0.1, -3, 0, -0.2] });
   });
 });
 
@@ -49,6 +60,13 @@ describe("Atropos ScoredDataGroups", () => {
     expect(group.scores).toEqual([1, 0]); // the failed episode has no score and is left out
     expect(group.inference_logprobs?.[0]).toEqual([1, 1, -0.5, -0.25, 1, -1]);
     expect(group.advantages?.[0]).toEqual([0, 0, 0.5, 0.5, 0, 0.5]);
+  });
+
+  it("carry a distilled group's teacher logprobs as top-1 distill arrays, empty where not trained", () => {
+    const group = atroposGroup([distilled("e0")]) as Record<string, unknown[]>;
+    expect(group.distill_token_ids?.[0]).toEqual([[], [], [10], [11], [], [30]]);
+    expect(group.distill_logprobs?.[0]).toEqual([[], [], [-0.1], [-3], [], [-0.2]]);
+    expect(atroposGroup([episode("e1", 1)])).not.toHaveProperty("distill_logprobs");
   });
 
   it("are skipped for a group with nothing scored", () => {

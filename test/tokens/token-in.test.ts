@@ -92,7 +92,10 @@ describe("a distilled episode's teacher logprobs", () => {
       { ...turn(1, [5], [6], [-3]), prefixLength: 4 },
     ];
     const [sample] = episodeSamples(turns, () => 1);
-    expect(sample?.completionStarts).toEqual([2, 5]);
+    expect(sample?.completions).toEqual([
+      { turn: 0, start: 2, length: 2 },
+      { turn: 1, start: 5, length: 1 },
+    ]);
     expect(Array.from(sample?.teacherLogprobs ?? [])).toEqual([0, 0, -1, -2, 0, -3]);
     const decoded = decodeTokenObject(encodeTokenObject("g", [{ idx: 0, turns }]));
     expect(decoded.episodes[0]?.turns.map((t) => Array.from(t.teacherLogprobs ?? []))).toEqual([

@@ -3,20 +3,32 @@
 // tokens as the teacher, and the teacher's logprobs land beside the student's — exactly what
 // the teacher host returns for those tokens. A failing teacher fails episodes, not the group;
 // a teacher with another tokenizer is refused before anything is stored.
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { configFrom } from "../../src/config";
+import { teachEpisodes } from "../../src/distill/teacher-scoring";
 import { END } from "../../src/rollout/outcomes";
-import { api, guessExample, type Json, postGroup, startGroup, waitForGroup } from "./helpers";
+import { TokenStore } from "../../src/tokens/token-store";
+import {
+  api,
+  guessExample,
+  type Json,
+  postGroup,
+  simulatorRequests,
+  startGroup,
+  waitForGroup,
+} from "./helpers";
 import { d1, lease } from "./token-helpers";
 
 const TEACHER = "sim+teacher";
 
 /** What the teacher host says of a sequence: vLLM's prompt logprobs, asked for directly. */
-async function teacherSays(ids: readonly number[]): Promise<(number | null)[]> {
+async function teacherSays(ids: readonly number[], model = TEACHER): Promise<(number | null)[]> {
   const response = await fetch(`${env.INFERENCE_BASE_URL}/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: TEACHER, prompt: ids, max_tokens: 1, prompt_logprobs: 0 }),
+    body: JSON.stringify({ model, prompt: ids, max_tokens: 1, prompt_logprobs: 0 }),
   });
   const body: Json = await response.json();
   return body.choices[0].prompt_logprobs.map((entry: Json, i: number) =>
@@ -36,10 +48,16 @@ const opdGroup = (run: string, extra: object = {}) => ({
 });
 
 describe("on-policy distillation", () => {
-  for (const generation of ["tokens", "chat"] as const) {
+  // In chat mode the student thinks aloud and the template drops it: several samples an episode.
+  for (const [generation, model] of [
+    ["tokens", "sim"],
+    ["chat", "sim+think"],
+  ] as const) {
     it(`lands the teacher's logprobs of exactly the student's sampled tokens (${generation} mode)`, async () => {
       const run = `opd-${generation}`;
-      const id = await startGroup(opdGroup(run, { generation }));
+      const id = await startGroup(
+        opdGroup(run, { generation, sampling: { model, temperature: 1, seed: 19 } }),
+      );
       const group = await waitForGroup(id);
       expect(group.status).toBe("landed");
       expect(group).toMatchObject({ algorithm: "opd", teacher_model: TEACHER, generation });
@@ -61,6 +79,7 @@ describe("on-policy distillation", () => {
         });
       }
       expect(sampled).toBeGreaterThan(0);
+      expect(episode.samples.length).toBe(generation === "chat" ? episode.turns : 1);
       const [row] = await d1(
         "SELECT teacher_model, reverse_kl FROM episodes WHERE group_id = ?",
         id,
@@ -72,6 +91,50 @@ describe("on-policy distillation", () => {
       expect(view.reverse_kl).toBeCloseTo(row.reverse_kl, 5);
     });
   }
+
+  it("scores again only the episodes a pass cut short left without teacher logprobs", async () => {
+    // A pass interrupted after episode 0's transaction: its logprobs are stored, 1's are not.
+    const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName("opd-resume"));
+    const teacher = `${TEACHER}+latency:1`;
+    const sequence = (first: number) => {
+      const ids = [100264, 882, 198, first, 100265, 198, 100264, 78191, 198];
+      return [ids, [40, 1781, 100265]] as const;
+    };
+    const before = await simulatorRequests(teacher);
+    const scored = await runInDurableObject(stub, async (_instance, state) => {
+      const tokens = new TokenStore(state.storage);
+      for (const idx of [0, 1]) {
+        const [prompt, completion] = sequence(1000 + idx);
+        tokens.record(
+          idx,
+          0,
+          {
+            promptIds: Int32Array.from(prompt),
+            completionIds: Int32Array.from(completion),
+            logprobs: Float32Array.from([-0.5, -0.5, -0.5]),
+            model: "sim",
+          },
+          { temperature: 1, topP: 1 },
+        )();
+      }
+      tokens.recordTeacher(0, new Map([[0, Float32Array.from([-7, -7, -7])]]));
+      const failures = await teachEpisodes({
+        model: teacher,
+        tokens,
+        config: configFrom(env),
+        candidates: [0, 1],
+        underLimit: (_idx, score) => score(),
+      });
+      expect(failures.size).toBe(0);
+      return tokens.episodes(2).map((e) => Array.from(e.turns[0]?.teacherLogprobs ?? []));
+    });
+    // Episode 0 kept what it had; only episode 1 went to the teacher, once.
+    expect(scored[0]).toEqual([-7, -7, -7]);
+    expect(await simulatorRequests(teacher)).toBe(before + 1);
+    const [prompt, completion] = sequence(1001);
+    const expected = await teacherSays([...prompt, ...completion], teacher);
+    expect(scored[1]).toEqual(expected.slice(prompt.length).map((v) => Math.fround(v as number)));
+  });
 
   it("the teacher's logprobs favour the perfect player's actions", async () => {
     // At temperature 0 the student plays as the teacher would; hot, it strays.

@@ -1,8 +1,10 @@
 /** Token-exact tests' helpers: what the simulator sent, leases with tokens, D1 queries. */
+
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { generationSeed, SamplingSchema } from "../../src/rollout/group-spec";
-import { api, type Json } from "./helpers";
+import { api, groupStub, type Json } from "./helpers";
 
 export interface HostAnswer {
   prompt_token_ids: number[];
@@ -79,4 +81,19 @@ export function expectExact(episode: Json, answers: HostAnswer[]) {
       first.prompt_token_ids,
     );
   }
+}
+
+/**
+ * Waits until every unfinished episode of the group is parked on a Retry-After, then evicts its
+ * object: the next instance must resume mid-episode from storage alone.
+ */
+export async function evictWhileParked(groupId: string): Promise<void> {
+  for (;;) {
+    const live = await (await api(`/v1/groups/${groupId}`)).json<Json>();
+    expect(live.status).toBe("running");
+    const open = live.episodes.filter((e: Json) => e.state === "generating");
+    if (open.length > 0 && open.every((e: Json) => e.retry_at !== null)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await evictDurableObject(groupStub(groupId));
 }

@@ -2,21 +2,26 @@
 // the simulator's vLLM endpoints (/tokenize, /v1/completions): the prompt is built from ids and
 // never re-rendered, so a template that drops earlier reasoning breaks chat mode's prefixes and
 // not these; budgets, cut completions and restarts behave as in chat mode.
-import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { END } from "../../src/rollout/outcomes";
 import { IM_END } from "../../src/sim/chat-template";
 import {
-  api,
   getEpisode,
-  groupStub,
   guessExample,
   type Json,
   postGroup,
+  simulatorRequests,
   startGroup,
   waitForGroup,
 } from "./helpers";
-import { answersOf, d1, expectExact, type HostAnswer, lease } from "./token-helpers";
+import {
+  answersOf,
+  d1,
+  evictWhileParked,
+  expectExact,
+  type HostAnswer,
+  lease,
+} from "./token-helpers";
 
 /** Each episode's messages as (role, content) pairs, in order. */
 async function transcripts(group: Json): Promise<string[][][]> {
@@ -103,6 +108,7 @@ describe("token-in generation", () => {
   });
 
   it("ends an episode context_budget with the exact count before asking the host", async () => {
+    const model = "sim+latency:1";
     const id = await startGroup({
       env: "guess-number",
       example: guessExample("tin-budget", 64),
@@ -110,12 +116,15 @@ describe("token-in generation", () => {
       run_id: "tin-budget",
       generation: "tokens",
       max_context_tokens: 200,
-      sampling: { model: "sim", temperature: 1, seed: 9, max_completion_tokens: 64 },
+      sampling: { model, temperature: 1, seed: 9, max_completion_tokens: 64 },
     });
     const group = await waitForGroup(id);
     const [episode] = group.episodes;
     expect(episode.state).toBe("truncated");
     expect(episode.end_reason).toBe(END.context_budget);
+    // One generation per recorded turn: the one that would not fit was never sent.
+    expect(episode.turns).toBeGreaterThan(0);
+    expect(await simulatorRequests(model)).toBe(episode.turns);
     expect(episode.failure_detail).toMatch(
       /^\d+ prompt tokens \+ max_completion_tokens 64 > max_context_tokens 200$/,
     );
@@ -132,14 +141,7 @@ describe("token-in generation", () => {
       generation: "tokens",
       sampling: { model, ...sampling },
     });
-    for (;;) {
-      const live = await (await api(`/v1/groups/${id}`)).json<Json>();
-      expect(live.status).toBe("running");
-      const open = live.episodes.filter((e: Json) => e.state === "generating");
-      if (open.length > 0 && open.every((e: Json) => e.retry_at !== null)) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    await evictDurableObject(groupStub(id));
+    await evictWhileParked(id);
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
     const answers = await answersOf(group, model, sampling);

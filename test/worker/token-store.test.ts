@@ -28,11 +28,11 @@ const concat = (...parts: Int32Array[]) => {
 describe("the token store", () => {
   it("keeps a turn too large for one SQLite row in parts, and reads it back exactly", async () => {
     await runInDurableObject(object(), (_instance, state) => {
-      const store = new TokenStore(state.storage.sql);
+      const store = new TokenStore(state.storage);
       // 300,000 completion tokens and logprobs: 2.4 MB, over a row's 2 MB.
       const answer = host(range(50, 1), range(300_000, 1000));
       store.record(0, 0, answer, sampling)();
-      const [episode] = new TokenStore(state.storage.sql).episodes(1);
+      const [episode] = new TokenStore(state.storage).episodes(1);
       expect(episode?.turns[0]?.completionIds).toEqual(answer.completionIds);
       expect(episode?.turns[0]?.logprobs).toEqual(answer.logprobs);
       expect(episode?.turns[0]?.promptTail).toEqual(answer.promptIds);
@@ -43,11 +43,11 @@ describe("the token store", () => {
     const stub = object();
     const first = host(range(10, 1), range(5, 100));
     await runInDurableObject(stub, (_instance, state) => {
-      new TokenStore(state.storage.sql).record(0, 0, first, sampling)();
+      new TokenStore(state.storage).record(0, 0, first, sampling)();
     });
     await runInDurableObject(stub, (_instance, state) => {
       // A fresh store, as a new instance of the object would have.
-      const store = new TokenStore(state.storage.sql);
+      const store = new TokenStore(state.storage);
       const next = host(concat(first.promptIds, first.completionIds, range(3, 200)), range(4, 300));
       store.record(0, 1, next, sampling)();
       const [episode] = store.episodes(1);
@@ -58,7 +58,7 @@ describe("the token store", () => {
 
   it("refuses a turn recorded twice or out of order", async () => {
     await runInDurableObject(object(), (_instance, state) => {
-      const store = new TokenStore(state.storage.sql);
+      const store = new TokenStore(state.storage);
       store.record(0, 0, host(range(3, 1), range(2, 10)), sampling)();
       expect(() => store.record(0, 0, host(range(3, 1), range(2, 10)), sampling)).toThrow(
         /turn 0 recorded after 1 turns/,

@@ -1,13 +1,20 @@
 // Token-exact episodes through the whole pipeline, in workerd against the simulator: what the
 // host sent each turn is what a trainer leases, a drifting template is caught, `required`
 // refuses a host without token ids, and a restart or a retried landing loses or doubles nothing.
-import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { END } from "../../src/rollout/outcomes";
 import { decodeTokenObject, tokenObjectKey } from "../../src/tokens/token-object";
-import { api, groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
-import { answersOf, d1, expectExact, float32, type HostAnswer, lease } from "./token-helpers";
+import { api, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
+import {
+  answersOf,
+  d1,
+  evictWhileParked,
+  expectExact,
+  float32,
+  type HostAnswer,
+  lease,
+} from "./token-helpers";
 
 /** The first tool-agent example of the dataset. */
 const TOOL_EXAMPLE = {
@@ -183,15 +190,7 @@ describe("token-exact episodes", () => {
       run_id: "tok-evict",
       sampling: { model, ...sampling },
     });
-    // Wait until every unfinished episode is parked: the eviction then lands mid-episode.
-    for (;;) {
-      const live = await (await api(`/v1/groups/${id}`)).json<Json>();
-      expect(live.status).toBe("running");
-      const open = live.episodes.filter((e: Json) => e.state === "generating");
-      if (open.length > 0 && open.every((e: Json) => e.retry_at !== null)) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    await evictDurableObject(groupStub(id));
+    await evictWhileParked(id);
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
     const answers = await answersOf(group, model, sampling);
