@@ -50,40 +50,36 @@ export function toWire(message: ChatMessage) {
 export const completionPath = (request: CompletionRequest) =>
   request.prompt === undefined ? "/chat/completions" : "/completions";
 
-/**
- * vLLM's completions from a token-id prompt: `logprobs: 0` is the sampled token's logprob only,
- * `return_token_ids` puts `prompt_token_ids` and `token_ids` on the choice.
- */
-function tokenPromptBody(request: CompletionRequest, prompt: Int32Array): string {
+/** What every generation sends: the model, how to sample, when to stop, how to answer. */
+function samplingFields(request: CompletionRequest) {
   const { sampling } = request;
-  return JSON.stringify({
+  return {
     model: sampling.model,
-    prompt: Array.from(prompt),
     temperature: sampling.temperature,
     top_p: sampling.top_p,
     max_tokens: sampling.max_completion_tokens,
     ...(sampling.stop === undefined ? {} : { stop: sampling.stop }),
     ...(request.seed === undefined ? {} : { seed: request.seed }),
     ...(request.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-    logprobs: 0,
-    return_token_ids: true,
-  });
+  };
 }
 
 export function requestBody(request: CompletionRequest): string {
-  const { sampling } = request;
-  if (request.prompt !== undefined) return tokenPromptBody(request, request.prompt);
+  if (request.prompt !== undefined) {
+    // vLLM's completions from a token-id prompt: `logprobs: 0` is the sampled token's logprob
+    // only, `return_token_ids` puts `prompt_token_ids` and `token_ids` on the choice.
+    return JSON.stringify({
+      ...samplingFields(request),
+      prompt: Array.from(request.prompt),
+      logprobs: 0,
+      return_token_ids: true,
+    });
+  }
   return JSON.stringify({
-    model: sampling.model,
+    ...samplingFields(request),
     messages: request.messages.map(toWire),
-    temperature: sampling.temperature,
-    top_p: sampling.top_p,
     // Both names: vLLM, SGLang and OpenAI read the new one, older llama.cpp builds the old one.
-    max_tokens: sampling.max_completion_tokens,
-    max_completion_tokens: sampling.max_completion_tokens,
-    ...(sampling.stop === undefined ? {} : { stop: sampling.stop }),
-    ...(request.seed === undefined ? {} : { seed: request.seed }),
-    ...(request.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    max_completion_tokens: request.sampling.max_completion_tokens,
     ...(request.tokens ? TOKEN_REQUEST_FIELDS : {}),
   });
 }

@@ -152,6 +152,26 @@ describe("token-in generation", () => {
     }
   });
 
+  it("retries a generation that hangs past its deadline once, then fails the episode", async () => {
+    const model = "token-in-deadline+hang";
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tin-hang", 50),
+      group_size: 1,
+      run_id: "tin-hang",
+      generation: "tokens",
+      sampling: { model },
+    });
+    const group = await waitForGroup(id);
+    expect(group.failures).toEqual([
+      expect.objectContaining({
+        reason: END.generation_timeout,
+        detail: "two attempts ran past the 2 s deadline",
+      }),
+    ]);
+    expect(await simulatorRequests(model)).toBe(2);
+  });
+
   it("is refused with tokens: off, naming the field, and stores nothing", async () => {
     const response = await postGroup({
       env: "guess-number",
