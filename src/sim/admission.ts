@@ -66,7 +66,7 @@ export async function admit(
   if (fault?.startsWith("error_")) {
     res.writeHead(Number(fault.slice(6)), {
       "content-type": "application/json",
-      "retry-after": String(directives.retryAfterS),
+      "retry-after": String(directives.retryAfterS ?? 0),
     });
     res.end(JSON.stringify({ error: { message: "simulated server error", type: "server_error" } }));
     return ANSWERED;

@@ -1,11 +1,13 @@
 /**
  * How the simulator sends a chat completion: one JSON body, or server-sent events in vLLM's
  * shape — the prompt's token ids in the first chunk, two tokens of text a chunk with their ids
- * and logprobs, the end-of-turn token in the last — with the stream faults (`cut`, `stall`).
+ * and logprobs (stream-pieces.ts), the end-of-turn token in the last — with the stream faults
+ * (`cut`, `stall`).
  */
 import type { ServerResponse } from "node:http";
 import { detokenize, IM_END } from "./chat-template";
 import type { Fault } from "./directives";
+import { streamPieces } from "./stream-pieces";
 import { logprobsField } from "./token-answer";
 import type { Vocabulary } from "./vocabulary";
 
@@ -22,7 +24,10 @@ export interface Choice {
   /** The stop string that ended it, if one did (vLLM's `stop_reason`). */
   stopString: string | null;
   toolCalls: NativeCall[];
-  /** What the model produced, in tokens: the training truth, whatever is parsed out of it. */
+  /**
+   * What the model produced, in tokens: the training truth, whatever is parsed out of it (a stop
+   * string the text leaves out is in them).
+   */
   ids: number[];
   logprobs: number[];
 }
@@ -77,6 +82,7 @@ export function answerBody(a: Answer) {
       },
       logprobs: a.fields.logprobs ? logprobsField(c.ids, c.logprobs, tokenText) : null,
       finish_reason: c.finishReason,
+      stop_reason: c.stopString,
       ...(a.fields.ids
         ? {
             token_ids: a.vocabulary.toWire(c.ids),
@@ -113,16 +119,15 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
       ...(a.fields.ids && index === 0 ? { prompt_token_ids: a.vocabulary.toWire(a.prompt) } : {}),
     });
     // Text as it is generated, two tokens a chunk; the end-of-turn token comes in the last.
-    const text = choice.ids.at(-1) === IM_END ? choice.ids.slice(0, -1) : choice.ids;
+    const spoken = choice.ids.at(-1) === IM_END ? choice.ids.length - 1 : choice.ids.length;
     const native = choice.toolCalls.length > 0;
-    const pieces: [number, number][] = [];
-    for (let at = 0; at < text.length; at += 2) pieces.push([at, Math.min(at + 2, text.length)]);
+    const pieces = streamPieces(choice, spoken);
     if (native) {
       // A tool-call parser holds the text back; the tokens still come, all at the end.
       for (const piece of choice.text.match(/\S+\s*|\s+/g) ?? [])
         send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
     } else {
-      for (const [i, [from, to]] of pieces.entries()) {
+      for (const [i, { from, to, text: content }] of pieces.entries()) {
         if (a.fault === "cut" && i >= pieces.length / 2) {
           res.destroy();
           return;
@@ -130,7 +135,6 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
         if (a.fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
         await sleep(a.perTokenMs * (to - from));
         if (res.destroyed) return;
-        const content = detokenize(choice.ids.slice(from, to));
         send({
           choices: [
             { index, delta: { content }, finish_reason: null, ...tokenPart(choice, from, to) },
@@ -171,13 +175,14 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
         });
       }
     }
-    const rest = native ? 0 : text.length;
+    const rest = native ? 0 : spoken;
     send({
       choices: [
         {
           index,
           delta: { content: "" },
           finish_reason: choice.finishReason,
+          stop_reason: choice.stopString,
           ...tokenPart(choice, rest, choice.ids.length),
         },
       ],

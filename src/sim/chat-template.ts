@@ -8,6 +8,7 @@
  * Qwen3's template does for turns before the last user message: the prompt then no longer
  * starts with the tokens the model produced, which is the drift edgeroll must detect.
  */
+import { decoder } from "gpt-tokenizer/BytePairEncodingCore";
 import { decode, encode } from "gpt-tokenizer/encoding/cl100k_base";
 
 export const IM_START = 100264;
@@ -37,8 +38,14 @@ export function tokenize(text: string): number[] {
   return ids;
 }
 
+/**
+ * Ids to text, as a host decodes them: bytes that end mid-character come out as U+FFFD. The flush
+ * matters: gpt-tokenizer decodes through one shared streaming TextDecoder and never flushes it, so
+ * bytes left over by one decoding (a token slice that splits a character) would otherwise start
+ * the next one, whatever it decodes.
+ */
 export function detokenize(ids: readonly number[]): string {
-  return decode([...ids]);
+  return decode([...ids]) + decoder.decode();
 }
 
 const REASONING = /<think>[\s\S]*?<\/think>\s*/g;

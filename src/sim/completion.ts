@@ -1,11 +1,11 @@
 /**
  * One completion as the scripted model plays it, for whichever route asked: the player's action
  * (thought aloud first with `think`, padded with `pad`), continued after whatever the prompt
- * already wrote of the model's turn, cut at a stop string and at the token budget, then made
+ * already wrote of the model's turn, stopped at a stop string and cut at the token budget, as
  * tokens with their logprobs.
  */
 import type { Choice } from "./answer";
-import { detokenize, tokenize } from "./chat-template";
+import { detokenize, IM_END, tokenize } from "./chat-template";
 import type { Directives } from "./directives";
 import { playTurn, type SimMessage } from "./policies";
 import { hashString, type Random, seededRandom } from "./random";
@@ -46,26 +46,49 @@ export function actionText(
   return text;
 }
 
-/** Plays one choice, then applies `stop` and the token budget like a real server would. */
+/** Where the model stops on a stop string: the one whose first occurrence ends earliest. */
+interface StopHit {
+  stop: string;
+  /** Where the stop string starts in the text, and where it ends. */
+  at: number;
+  end: number;
+}
+
+/**
+ * vLLM checks the stop strings as each token is decoded, so the first to be completed stops the
+ * model (the earlier listed, when two end together). An empty one never matches.
+ */
+function firstStop(text: string, stops: readonly string[]): StopHit | null {
+  let first: StopHit | null = null;
+  for (const stop of stops) {
+    const at = stop === "" ? -1 : text.indexOf(stop);
+    if (at !== -1 && (first === null || at + stop.length < first.end))
+      first = { stop, at, end: at + stop.length };
+  }
+  return first;
+}
+
+/**
+ * Plays one choice, then applies `stop` and the token budget as vLLM does: a stop string ends the
+ * text before it, but the tokens that spelled it were sampled and stay in the ids, and no
+ * end-of-turn token follows; a budget smaller than the ids cuts them first (`length`).
+ */
 export function complete(ask: CompletionAsk, random: Random, directives: Directives): Choice {
   let text = actionText(ask.messages, random, ask.temperature, directives);
   // A model continuing its own words says the rest; one put off its course starts afresh.
   if (ask.prefix && text.startsWith(ask.prefix)) text = text.slice(ask.prefix.length);
-  let stopString: string | null = null;
-  for (const stop of ask.stop) {
-    const at = text.indexOf(stop);
-    if (at === -1) continue;
-    text = text.slice(0, at);
-    stopString = stop; // each cut is earlier than the last: the final one stopped the model
-  }
-  const tokens = completionTokens(text, ask.budget, ask.temperature, random);
+  const hit = firstStop(text, ask.stop);
+  const sampled = hit === null ? [...tokenize(text), IM_END] : tokenize(text.slice(0, hit.end));
+  const tokens = completionTokens(sampled, ask.budget, ask.temperature, random);
+  const common = { toolCalls: [], ids: tokens.ids, logprobs: tokens.logprobs };
+  // Cut short, the model said all its tokens spell, a stop string's first characters included.
+  if (tokens.cut)
+    return { text: detokenize(tokens.ids), finishReason: "length", stopString: null, ...common };
   return {
-    text: tokens.cut ? detokenize(tokens.ids) : text,
-    finishReason: tokens.cut ? "length" : "stop",
-    stopString: tokens.cut ? null : stopString,
-    toolCalls: [],
-    ids: tokens.ids,
-    logprobs: tokens.logprobs,
+    text: hit === null ? text : text.slice(0, hit.at),
+    finishReason: "stop",
+    stopString: hit?.stop ?? null,
+    ...common,
   };
 }
 

@@ -5,10 +5,11 @@
  */
 import type { ServerResponse } from "node:http";
 import type { Choice } from "./answer";
-import { detokenize, isSpecialToken } from "./chat-template";
+import { detokenize } from "./chat-template";
 import type { Fault } from "./directives";
 import { sleep } from "./http";
 import type { PromptLogprob } from "./prompt-logprobs";
+import { streamPieces } from "./stream-pieces";
 import type { Vocabulary } from "./vocabulary";
 
 export interface TextAnswer {
@@ -39,9 +40,6 @@ interface CompletionLogprobs {
   tokens: string[];
   top_logprobs: Record<string, number>[];
 }
-
-/** The completion's text as vLLM decodes it, special tokens skipped. */
-const visibleText = (ids: readonly number[]) => detokenize(ids.filter((id) => !isSpecialToken(id)));
 
 /**
  * Each token's text, logprob and offset into the completion's text. The simulator has no
@@ -78,7 +76,7 @@ export function textAnswerBody(a: TextAnswer) {
     model: a.model,
     choices: a.choices.map((c, index) => ({
       index,
-      text: visibleText(c.ids),
+      text: c.text,
       logprobs: a.logprobs ? completionLogprobs(c) : null,
       finish_reason: c.finishReason,
       stop_reason: c.stopString,
@@ -100,10 +98,8 @@ export async function streamTextAnswer(res: ServerResponse, a: TextAnswer): Prom
   const send = (chunk: object) => res.write(`data: ${JSON.stringify({ ...head, ...chunk })}\n\n`);
   for (const [index, choice] of a.choices.entries()) {
     const logprobs = a.logprobs ? completionLogprobs(choice) : null;
-    const pieces: [number, number][] = [];
-    for (let at = 0; at < choice.ids.length; at += 2)
-      pieces.push([at, Math.min(at + 2, choice.ids.length)]);
-    for (const [i, [from, to]] of pieces.entries()) {
+    const pieces = streamPieces(choice, choice.ids.length);
+    for (const [i, { from, to, text }] of pieces.entries()) {
       if (a.fault === "cut" && i >= pieces.length / 2) {
         res.destroy();
         return;
@@ -117,7 +113,7 @@ export async function streamTextAnswer(res: ServerResponse, a: TextAnswer): Prom
         choices: [
           {
             index,
-            text: visibleText(ids),
+            text,
             logprobs: logprobs === null ? null : sliceLogprobs(logprobs, from, to),
             finish_reason: last ? choice.finishReason : null,
             stop_reason: last ? choice.stopString : null,

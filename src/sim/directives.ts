@@ -1,7 +1,9 @@
 /**
  * Per-request fault directives, written after the model name: `sim+fail:503:2+latency:300`.
  * They steer chat completions and `/v1/completions` alike; `/tokenize` and `/detokenize` read
- * only the ones that change the tokenizer's answer (`think`, `context`, `foreign-vocab`).
+ * only the ones that change the tokenizer's answer (`think`, `context`, `foreign-vocab`), and
+ * `/tokenize` its own fault, `tokenize-fail` (the generation faults are the model's: a host whose
+ * model fails still tokenizes).
  *
  *   hang[:N]         never answer (the first N tries of each distinct request, or all)
  *   stall            send headers and a first chunk, then nothing (streaming)
@@ -14,7 +16,11 @@
  *   chaos:P          each try fails with probability P, in a random way (status, reset,
  *                    malformed body, cut stream)
  *   context:T        reject prompts over T tokens as too long for the context
- *   retryafter:S     the Retry-After header (seconds) sent with simulated errors (default 0)
+ *   retryafter:S     the Retry-After header (seconds) sent with simulated errors (default 0;
+ *                    `/tokenize` sends one only when this is set)
+ *   tokenize-fail:S[:N]  `/tokenize` answers status S (the first N tries of each distinct request
+ *                    body; default all) with vLLM's error body (for 404, "The model `X` does
+ *                    not exist."); generation is untouched
  *   native           send tool calls as OpenAI `tool_calls` instead of text blocks
  *   think[:keep]     think aloud (`<think>…</think>`) before each action; the chat template
  *                    drops that reasoning from earlier turns, as Qwen3's does (prefix breaks),
@@ -49,7 +55,10 @@ export interface Directives {
   trickleMs?: number;
   chaos: number;
   contextLimit?: number;
-  retryAfterS: number;
+  /** Unset sends generation errors with `retry-after: 0`, and `/tokenize` errors with none. */
+  retryAfterS?: number;
+  /** `/tokenize` answers `status` to the first `times` tries of each distinct request body. */
+  tokenizeFail?: { status: number; times: number };
   native: boolean;
   /** Think aloud before acting; `drop` re-renders history without it (Qwen3's template). */
   think: "drop" | "keep" | null;
@@ -69,7 +78,6 @@ export function parseModel(model: string): { name: string; directives: Directive
     failFirst: [],
     always: null,
     extraLatencyMs: 0,
-    retryAfterS: 0,
     chaos: 0,
     native: false,
     think: null,
@@ -100,6 +108,8 @@ export function parseModel(model: string): { name: string; directives: Directive
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
     } else if (kind === "reset" || kind === "malformed" || kind === "cut") {
       directives.failFirst.push({ fault: kind, times: times(a), ...atTurn });
+    } else if (kind === "tokenize-fail") {
+      directives.tokenizeFail = { status: Number(a), times: times(b) };
     } else if (kind === "latency") directives.extraLatencyMs = Number(a);
     else if (kind === "context") directives.contextLimit = Number(a);
     else if (kind === "retryafter") directives.retryAfterS = Number(a);

@@ -1,14 +1,24 @@
 /**
- * What the simulator remembers across requests: counts by outcome and by model, the tries of
- * each distinct request (counted faults count retries), when each generation finished (for the
- * pipeline's overhead between turns), and with `record` the tokens it sent.
+ * What the simulator remembers across requests: counts by outcome and by model (generations, and
+ * `/tokenize` apart), the tries of each distinct request (counted faults count retries), when
+ * each generation finished (for the pipeline's overhead between turns), and with `record` the
+ * tokens it sent.
  */
 import { hashString } from "./random";
 
-export interface SimulatorStats {
+/** Requests counted by outcome, in all and by the model asked for (directives and all). */
+export interface Tally {
   requests: number;
   outcomes: Record<string, number>;
   byModel: Record<string, { requests: number; outcomes: Record<string, number> }>;
+}
+
+/** How a `/tokenize` request was answered: its tokens, or the error status it got instead. */
+export type TokenizeOutcome = "tokenize_ok" | `tokenize_error_${number}`;
+
+/** Generations (chat and `/v1/completions`) at the top level; `/tokenize` requests apart. */
+export interface SimulatorStats extends Tally {
+  tokenize: Tally;
   /**
    * Pipeline time between turns, as the host sees it: from finishing generation t of an
    * episode to receiving its request t+1 (stepping the environment, persisting, queueing).
@@ -44,26 +54,34 @@ function summarize(samples: readonly number[]): SimulatorStats["turnOverheadMs"]
   return { count: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
 }
 
+const emptyTally = (): Tally => ({ requests: 0, outcomes: {}, byModel: {} });
+
+function tally(totals: Tally, model: string, outcome: string): void {
+  totals.requests++;
+  totals.outcomes[outcome] = (totals.outcomes[outcome] ?? 0) + 1;
+  const perModel = totals.byModel[model] ?? { requests: 0, outcomes: {} };
+  totals.byModel[model] = perModel;
+  perModel.requests++;
+  perModel.outcomes[outcome] = (perModel.outcomes[outcome] ?? 0) + 1;
+}
+
 export class HostLedger {
-  private readonly totals: Omit<SimulatorStats, "turnOverheadMs"> = {
-    requests: 0,
-    outcomes: {},
-    byModel: {},
-  };
+  private readonly totals = emptyTally();
+  private readonly tokenizeTotals = emptyTally();
   /** When each answered generation finished, by the transcript it extended. */
   private readonly finishedAt = new Map<number, number>();
   private readonly overheads: number[] = [];
   private readonly attempts = new Map<string, number>();
   private readonly answers = new Map<string, RecordedAnswer>();
 
+  /** A generation request's outcome. */
   count(model: string, outcome: string): void {
-    const { totals } = this;
-    totals.requests++;
-    totals.outcomes[outcome] = (totals.outcomes[outcome] ?? 0) + 1;
-    const perModel = totals.byModel[model] ?? { requests: 0, outcomes: {} };
-    totals.byModel[model] = perModel;
-    perModel.requests++;
-    perModel.outcomes[outcome] = (perModel.outcomes[outcome] ?? 0) + 1;
+    tally(this.totals, model, outcome);
+  }
+
+  /** A `/tokenize` request's, kept out of the generations' counts. */
+  countTokenize(model: string, outcome: TokenizeOutcome): void {
+    tally(this.tokenizeTotals, model, outcome);
   }
 
   /** This try's number (from 1) among the tries of the request `key` names. */
@@ -100,7 +118,11 @@ export class HostLedger {
   }
 
   stats(): SimulatorStats {
-    return { ...structuredClone(this.totals), turnOverheadMs: summarize(this.overheads) };
+    return {
+      ...structuredClone(this.totals),
+      tokenize: structuredClone(this.tokenizeTotals),
+      turnOverheadMs: summarize(this.overheads),
+    };
   }
 
   resetOverheads(): void {

@@ -1,10 +1,15 @@
 /** What every simulator route needs of HTTP: JSON bodies, one error body, and waiting. */
-import type { ServerResponse } from "node:http";
+import { type ServerResponse, STATUS_CODES } from "node:http";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { "content-type": "application/json" });
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify(body));
 }
 
@@ -14,8 +19,15 @@ export function sendError(
   status: number,
   message: string,
   type = "BadRequestError",
+  headers: Record<string, string> = {},
 ): void {
-  sendJson(res, status, { error: { message, type } });
+  sendJson(res, status, { error: { message, type } }, headers);
+}
+
+/** The type vLLM gives an error of this status, after its name: `NotFoundError` for 404. */
+export function errorType(status: number): string {
+  const name = (STATUS_CODES[status] ?? "Server Error").replace(/[^A-Za-z]/g, "");
+  return name.endsWith("Error") ? name : `${name}Error`;
 }
 
 /** A body that failed its schema: 400, with the start of the reason. */

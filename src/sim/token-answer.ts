@@ -1,14 +1,14 @@
 /**
  * The simulator's answer in tokens, as vLLM reports it: the prompt rendered by the chat
- * template and tokenized, the completion's ids ending in the end-of-turn token when the model
- * stopped on its own, and one logprob per completion token.
+ * template and tokenized, the completion's ids as sampled (ending in the end-of-turn token when
+ * the model ended its turn, in a stop string's tokens when one stopped it), and one logprob per
+ * completion token.
  *
  * The logprobs reflect how the simulator samples: certain (0) at temperature 0, and further
  * from 0 the hotter it samples — each token's probability is drawn from the request's seeded
  * randomness, so a seeded request always reports the same values.
  */
 import {
-  IM_END,
   type PromptEnding,
   renderPrompt,
   type TemplateKind,
@@ -31,16 +31,16 @@ export interface CompletionTokens {
 }
 
 /**
- * The completion's tokens: its text, then `<|im_end|>` unless it was cut at the token budget.
- * `budget` counts the end-of-turn token, as hosts do.
+ * The completion's tokens: the ids the model would sample, `cut` at the token budget when they
+ * outrun it (`budget` counts every sampled id, the end-of-turn token too, as hosts do).
  */
 export function completionTokens(
-  text: string,
+  sampled: readonly number[],
   budget: number,
   temperature: number,
   random: Random,
 ): CompletionTokens & { cut: boolean } {
-  const ids = [...tokenize(text), IM_END];
+  const ids = [...sampled];
   const cut = ids.length > budget;
   const kept = cut ? ids.slice(0, budget) : ids;
   const spread = Math.min(0.9, 0.35 * temperature);

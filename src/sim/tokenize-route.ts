@@ -1,14 +1,17 @@
 /**
  * vLLM's tokenizer endpoints, served at the root as vLLM serves them: `POST /tokenize` (a text,
  * or messages rendered by the same chat template chat completions use) and `POST /detokenize`.
- * They play no faults and count in no stats: they stand for the tokenizer, not the model.
+ * They stand for the tokenizer, not the model: the generation faults never touch them. `/tokenize`
+ * plays only its own, `tokenize-fail`, and counts apart in the stats (`stats().tokenize`), so
+ * generation counts stay generations; `/detokenize` plays none and counts in none.
  */
 import type { ServerResponse } from "node:http";
 import { z } from "zod";
 import { detokenize, type PromptEnding, tokenize } from "./chat-template";
-import { parseModel } from "./directives";
+import { type Directives, parseModel } from "./directives";
 import { type Host, maxModelLen, templateFor } from "./host";
-import { sendBadRequest, sendError, sendJson } from "./http";
+import { errorType, sendBadRequest, sendError, sendJson } from "./http";
+import { hashString } from "./random";
 import { promptIds } from "./token-answer";
 import { firstUnknown, outOfVocabulary, vocabularyFor } from "./vocabulary";
 import { templateMessages, WireMessageSchema } from "./wire-message";
@@ -39,6 +42,33 @@ const DetokenizeSchema = z.object({
 /** The directives of the model named, if one is; a request with no model reads as plain `sim`. */
 const directivesOf = (model: string | null | undefined) => parseModel(model ?? "sim").directives;
 
+/**
+ * With `tokenize-fail:S[:N]`, the status this try gets instead of its tokens, or null. Tries are
+ * counted by the body, so a client retrying the same request meets the fault N times.
+ */
+function tokenizeFault(host: Host, directives: Directives, body: string): number | null {
+  const fail = directives.tokenizeFail;
+  if (fail === undefined) return null;
+  return host.ledger.attempt(`/tokenize|${hashString(body)}`) <= fail.times ? fail.status : null;
+}
+
+/** The error vLLM would send: a 404 names the model it does not serve. */
+function sendTokenizeFault(
+  res: ServerResponse,
+  status: number,
+  model: string,
+  directives: Directives,
+): void {
+  const message =
+    status === 404
+      ? `The model \`${model}\` does not exist.`
+      : `simulated ${status} on /tokenize (tokenize-fail)`;
+  const { retryAfterS } = directives;
+  const headers: Record<string, string> =
+    retryAfterS === undefined ? {} : { "retry-after": String(retryAfterS) };
+  sendError(res, status, message, errorType(status), headers);
+}
+
 export function tokenizeRoute(host: Host, res: ServerResponse, body: string): void {
   let parsed: z.infer<typeof TokenizeSchema>;
   try {
@@ -47,10 +77,13 @@ export function tokenizeRoute(host: Host, res: ServerResponse, body: string): vo
     sendBadRequest(res, error);
     return;
   }
+  const model = parsed.model ?? "sim";
   const directives = directivesOf(parsed.model);
   let ids: number[];
   if ("messages" in parsed) {
+    // vLLM refuses this while it validates the request, before it looks for the model.
     if (parsed.add_generation_prompt && parsed.continue_final_message) {
+      host.ledger.countTokenize(model, "tokenize_error_400");
       sendError(
         res,
         400,
@@ -65,6 +98,13 @@ export function tokenizeRoute(host: Host, res: ServerResponse, body: string): vo
         : "closed";
     ids = promptIds(templateMessages(parsed.messages), templateFor(host, directives), ending);
   } else ids = tokenize(parsed.prompt);
+  const fault = tokenizeFault(host, directives, body);
+  if (fault !== null) {
+    host.ledger.countTokenize(model, `tokenize_error_${fault}`);
+    sendTokenizeFault(res, fault, model, directives);
+    return;
+  }
+  host.ledger.countTokenize(model, "tokenize_ok");
   const tokens = vocabularyFor(directives).toWire(ids);
   sendJson(res, 200, { count: tokens.length, max_model_len: maxModelLen(directives), tokens });
 }

@@ -235,16 +235,6 @@ describe("POST /v1/completions with a prompt of ids", () => {
     expect(padded.json.choices[0].finish_reason).toBe("length");
   });
 
-  it("honours stop strings, naming the one that stopped it", async () => {
-    const prompt = await promptOf(guessPrompt);
-    const { json } = await completion(prompt, { temperature: 0, stop: ["<guess>"] });
-    expect(json.choices[0]).toMatchObject({
-      text: "Narrowing it down: ",
-      finish_reason: "stop",
-      stop_reason: "<guess>",
-    });
-  });
-
   it("accepts a text prompt, tokenized, and refuses ids outside the vocabulary", async () => {
     const text = detokenize(await promptOf(guessPrompt));
     const { json } = await completion(text, { temperature: 0, return_token_ids: true });

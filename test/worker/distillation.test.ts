@@ -204,6 +204,22 @@ describe("on-policy distillation", () => {
     expect(await d1("SELECT id FROM groups WHERE run_id = ?", run)).toEqual([]);
   });
 
+  it("answers 503 when the teacher host cannot tokenize, 400 when it refuses the model", async () => {
+    for (const [fault, status, code, message] of [
+      ["tokenize-fail:503", 503, "tokenizer_check_unavailable", /could not check .* teacher host/],
+      ["tokenize-fail:404", 400, "invalid_request", /teacher .* refused .*is the model name right/],
+    ] as const) {
+      const response = await postGroup(
+        opdGroup("opd-teacher-tokenizer", { teacher: { model: `${TEACHER}+${fault}` } }),
+      );
+      expect(response.status).toBe(status);
+      const body: Json = await response.json();
+      expect(body.error.code).toBe(code);
+      expect(body.error.message).toMatch(message);
+    }
+    expect(await d1("SELECT id FROM groups WHERE run_id = 'opd-teacher-tokenizer'")).toEqual([]);
+  });
+
   it("refuses what the seed rules out: per-turn credit, no teacher, a teacher without opd", async () => {
     const cases: [object, RegExp][] = [
       [{ credit_assignment: "per_turn" }, /^credit_assignment: .*per_turn credit does not apply/],

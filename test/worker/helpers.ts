@@ -63,12 +63,14 @@ export async function getEpisode(id: string): Promise<Json> {
   return (await api(`/v1/episodes/${id}`)).json();
 }
 
-/** Requests the simulator received, by model string. */
+/** The simulator's counters (src/sim/host-ledger.ts). */
+export async function simulatorStats(): Promise<Json> {
+  return (await fetch(`${env.INFERENCE_BASE_URL.replace(/\/v1$/, "")}/sim/stats`)).json();
+}
+
+/** Generations the simulator received, by model string. */
 export async function simulatorRequests(model: string): Promise<number> {
-  const stats: Json = await (
-    await fetch(`${env.INFERENCE_BASE_URL.replace(/\/v1$/, "")}/sim/stats`)
-  ).json();
-  return stats.byModel[model]?.requests ?? 0;
+  return (await simulatorStats()).byModel[model]?.requests ?? 0;
 }
 
 export const guessExample = (id: string, secret: number) => ({

@@ -4,13 +4,14 @@
 // not these; budgets, cut completions and restarts behave as in chat mode.
 import { describe, expect, it } from "vitest";
 import { END } from "../../src/rollout/outcomes";
-import { IM_END } from "../../src/sim/chat-template";
+import { IM_END, tokenize } from "../../src/sim/chat-template";
 import {
   getEpisode,
   guessExample,
   type Json,
   postGroup,
   simulatorRequests,
+  simulatorStats,
   startGroup,
   waitForGroup,
 } from "./helpers";
@@ -150,6 +151,79 @@ describe("token-in generation", () => {
       expectExact(episode, answers[episode.index] as HostAnswer[]);
       expect(episode.prefix_breaks).toBe(0);
     }
+  });
+
+  it("keeps a stop string's sampled ids and closes the turn after them", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tin-stop", 64),
+      group_size: 1,
+      run_id: "tin-stop",
+      generation: "tokens",
+      sampling: { model: "sim", temperature: 0, seed: 4, stop: ["</guess>"] },
+    });
+    const group = await waitForGroup(id);
+    const episode = await getEpisode(group.episodes[0].episode_id);
+    const actions = episode.messages.filter((m: Json) => m.sampled);
+    expect(actions.length).toBeGreaterThan(1);
+    // The environment sees the host's text, without the stop string.
+    for (const action of actions) {
+      expect(action.content).toMatch(/<guess>\d+$/);
+      expect(action.finish_reason).toBe("stop");
+    }
+    const [sample] = (await lease("tin-stop")).groups[0].episodes[0].samples;
+    const stop = tokenize("</guess>");
+    const ends = sample.mask.flatMap((m: number, i: number) =>
+      m === 1 && sample.mask[i + 1] === 0 ? [i] : [],
+    );
+    expect(ends).toHaveLength(actions.length - 1);
+    for (const end of ends) {
+      // The sampled ids end with the stop string's; the closing the model never sampled follows.
+      expect(sample.token_ids.slice(end + 1 - stop.length, end + 1)).toEqual(stop);
+      expect(sample.token_ids[end + 1]).toBe(IM_END);
+    }
+  });
+
+  it("retries a tokenizer that fails, within the generation's retries", async () => {
+    const model = "sim+record+tokenize-fail:503:1";
+    const sampling = { temperature: 1, seed: 12 };
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tin-tokenize-retry", 30),
+      group_size: 2,
+      run_id: "tin-tokenize-retry",
+      generation: "tokens",
+      sampling: { model, ...sampling },
+    });
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    const answers = await answersOf(group, model, sampling);
+    for (const episode of (await lease("tin-tokenize-retry")).groups[0].episodes)
+      expectExact(episode, answers[episode.index] as HostAnswer[]);
+    const outcomes = (await simulatorStats()).tokenize.byModel[model].outcomes;
+    // Each distinct request failed once and was asked again (the two openings are one request).
+    expect(outcomes.tokenize_error_503).toBeGreaterThan(0);
+    expect(outcomes.tokenize_ok).toBeGreaterThanOrEqual(outcomes.tokenize_error_503);
+  });
+
+  it("fails episodes inference_rejected against a host without /tokenize, naming it", async () => {
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample("tin-no-tokenize", 30),
+      group_size: 1,
+      run_id: "tin-no-tokenize",
+      generation: "tokens",
+      sampling: { model: "sim+tokenize-fail:404" },
+    });
+    const group = await waitForGroup(id);
+    expect(group.failures).toEqual([
+      expect.objectContaining({
+        reason: END.inference_rejected,
+        detail: expect.stringMatching(
+          /^inference host \(\/tokenize\) answered 404: .*does not exist/,
+        ),
+      }),
+    ]);
   });
 
   it("retries a generation that hangs past its deadline once, then fails the episode", async () => {
