@@ -14,7 +14,7 @@ import { RemoteEnvError } from "../environments/remote/client";
 import { rolloutGroup } from "../rollout/bindings";
 import { newGroupSpec } from "../rollout/group-ids";
 import { type StartGroupRequest, StartGroupRequestSchema } from "../rollout/group-spec";
-import { errorMessage, openEpisode, turnBudget } from "../sdk";
+import { episodeTools, errorMessage, openEpisode, type ToolDefinition, turnBudget } from "../sdk";
 import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
 import { ApiError, invalidRequest } from "./errors";
@@ -28,12 +28,41 @@ function checkEnvironment(name: string, remote: RemoteEnvironments): void {
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
+/**
+ * The seed's rules for native tool-calling environments: GRPO-only, without per-turn credit,
+ * and on the chat endpoint, the only one where the host parses tool calls.
+ */
+function checkNativeTools(request: StartGroupRequest, tools: readonly ToolDefinition[] | null) {
+  if (tools === null) return;
+  const refuse = (path: string, message: string) => {
+    throw new ApiError(400, "invalid_request", `${path}: ${message}`, [{ path, message }]);
+  };
+  const env = `environment "${request.env}" calls tools natively`;
+  if (request.credit_assignment === "per_turn")
+    refuse(
+      "credit_assignment",
+      `per_turn credit is rejected for native tool-calling environments (${env})`,
+    );
+  if (request.algorithm === "opd")
+    refuse(
+      "algorithm",
+      `native tool-calling environments are GRPO-only: "opd" is refused (${env})`,
+    );
+  if (request.generation === "tokens")
+    refuse(
+      "generation",
+      `the host parses tool calls only on the chat endpoint: "tokens" is refused for native tool-calling environments (${env})`,
+    );
+}
+
 /** The environment must accept the example before anything is stored. */
 async function checkExample(request: StartGroupRequest, remote: RemoteEnvironments): Promise<void> {
   const env = loadEnvironment(request.env, remote);
+  let tools: ToolDefinition[] | null;
   try {
     await openEpisode(env, request.example, request.prompt_text);
     turnBudget(env, request.example);
+    tools = await episodeTools(env, request.example);
   } catch (error) {
     // A remote environment that cannot answer has not rejected anything: try again later.
     if (error instanceof RemoteEnvError && error.reason !== "failed")
@@ -48,6 +77,7 @@ async function checkExample(request: StartGroupRequest, remote: RemoteEnvironmen
       `environment "${request.env}" rejected the example: ${errorMessage(error)}`,
     );
   }
+  checkNativeTools(request, tools);
 }
 
 export const groupRoutes = new Hono<{ Bindings: Env }>()

@@ -65,6 +65,7 @@ function MessageCard(props: { episode: Episode; message: Message }) {
           </span>
         ) : null}
         {m.truncated ? <Pill value="truncated" /> : null}
+        {m.tool_call_id ? <span>{`answers call ${m.tool_call_id}`}</span> : null}
       </div>
       <pre>{m.content}</pre>
       {calls.map((c) => (
@@ -72,11 +73,20 @@ function MessageCard(props: { episode: Episode; message: Message }) {
           tool call <pre>{c.trim()}</pre>
         </div>
       ))}
-      {(m.tool_calls ?? []).map((c) => (
-        <div class="tool">
-          native tool call <pre>{`${c.function.name}(${c.function.arguments})`}</pre>
-        </div>
-      ))}
+      {(m.tool_calls ?? []).map((c) => {
+        // Each native call beside the tool message that answered it.
+        const answer = props.episode.messages.find((r) => r.tool_call_id === c.id);
+        return (
+          <div class="tool-pair" data-testid="tool-call">
+            <div>
+              call <code>{c.id}</code> <pre>{`${c.function.name}(${c.function.arguments})`}</pre>
+            </div>
+            <div>
+              result <pre>{answer?.content ?? "(not answered)"}</pre>
+            </div>
+          </div>
+        );
+      })}
     </div>
   );
 }

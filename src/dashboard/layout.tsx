@@ -36,6 +36,8 @@ a { color: #1d4ed8; }
 .message .role { font-weight: 700; color: var(--ink); }
 .message pre { white-space: pre-wrap; word-break: break-word; margin: 0; font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; }
 .tool { background: #f3f4f6; border-radius: 4px; padding: 6px 8px; margin-top: 6px; }
+.tool-pair { display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }
+.tool-pair > div { background: #f3f4f6; border-radius: 4px; padding: 6px 8px; margin-top: 6px; }
 .credit b { color: var(--ink); }
 .empty { color: var(--muted); }
 .note { color: var(--muted); font-size: 0.85em; max-width: 60em; }

@@ -1,6 +1,6 @@
 /** D1 tables where finished groups land: one row per group, per episode, per message. */
 import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import type { ChatMessage, JsonObject, TaskExample, ToolCall } from "../sdk";
+import type { ChatMessage, JsonObject, TaskExample, ToolCall, ToolDefinition } from "../sdk";
 import type { TokenMode } from "../tokens/token-mode";
 
 /** Timestamps are ISO-8601 text, so SQL users can read and compare them as they are. */
@@ -26,6 +26,11 @@ export const groups = sqliteTable(
     /** `grpo`, or `opd` (on-policy distillation from `teacher_model`). */
     algorithm: text("algorithm").notNull().default("grpo"),
     teacherModel: text("teacher_model"),
+    /**
+     * Native tool calling: the tool definitions its episodes offered, by their hash
+     * (`episodes.tools_hash`); null for a text-only environment.
+     */
+    tools: text("tools", { mode: "json" }).$type<Record<string, ToolDefinition[]>>(),
     warnings: text("warnings", { mode: "json" }).$type<string[]>().notNull(),
     scoreMean: real("score_mean"),
     scoreStd: real("score_std"),
@@ -116,6 +121,8 @@ export const episodes = sqliteTable(
      * estimate distillation drives toward 0. Null unless the teacher scored the episode.
      */
     reverseKl: real("reverse_kl"),
+    /** Native tool calling: the SHA-256 of the tools the episode offered (`groups.tools`). */
+    toolsHash: text("tools_hash"),
     responseText: text("response_text").notNull(),
     createdAt: text("created_at").notNull(),
     finishedAt: text("finished_at").notNull(),

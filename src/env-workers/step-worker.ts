@@ -7,9 +7,11 @@ import { loadEnvironment, type RemoteEnvironments } from "../environments/regist
 import {
   type ChatMessage,
   type EnvironmentStepResult,
+  episodeTools,
   openEpisode,
   stepEnvironment,
   type TaskExample,
+  type ToolDefinition,
   turnBudget,
 } from "../sdk";
 import { type EnvCall, envCall } from "./env-call";
@@ -25,6 +27,8 @@ export interface OpenRequest {
 export interface Opening {
   messages: ChatMessage[];
   maxTurns: number;
+  /** Native tool calling: the tools every generation of the episode offers; null for none. */
+  tools: ToolDefinition[] | null;
 }
 
 export interface StepRequest {
@@ -89,7 +93,8 @@ export class StepWorker
     return envCall(async () => {
       const env = loadEnvironment(request.env, environmentsOf(this.env), request.episodeId);
       const messages = await openEpisode(env, request.example, request.promptText);
-      return { messages, maxTurns: turnBudget(env, request.example) };
+      const tools = await episodeTools(env, request.example);
+      return { messages, maxTurns: turnBudget(env, request.example), tools };
     });
   }
 

@@ -10,6 +10,7 @@ import type { RemoteTarget } from "./remote/client";
 import { remoteTargets } from "./remote/config";
 import { type RemoteCallLimits, RemoteEnvironment } from "./remote/remote-environment";
 import { ToolAgent } from "./tool-agent";
+import { ToolAgentNative } from "./tool-agent-native";
 
 // edgeroll:env-imports
 
@@ -19,6 +20,7 @@ const BUILT_IN: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
   "guess-number": () => new GuessNumber(),
   "mental-math": () => new MentalMath(),
   "tool-agent": () => new ToolAgent(),
+  "tool-agent-native": () => new ToolAgentNative(),
   // edgeroll:env-entries
 };
 

@@ -61,11 +61,18 @@ export interface StoreState {
   verified: boolean;
   orders: Order[];
   calls: CallRecord[];
-  /** What the latest action produced: its tool results and rejected calls. */
-  latest: { results: CallRecord[]; problems: string[] };
+  /**
+   * What the latest action produced: its tool results and rejected calls, and for native calls
+   * each one's answer by id, in order.
+   */
+  latest: {
+    results: CallRecord[];
+    problems: string[];
+    answers: { id: string; content: unknown }[];
+  };
 }
 
-function taskOf(example: TaskExample): SupportTask {
+export function taskOf(example: TaskExample): SupportTask {
   return exampleMetadata(MetadataSchema, example);
 }
 
@@ -106,36 +113,71 @@ function runTool(task: SupportTask, state: StoreState, call: ParsedToolCall) {
   return { verified: true, orders, ok: true, result: { order_id: orderId, status: to } };
 }
 
-const store: ActionReducer<StoreState> = {
-  initial: (example) => ({
-    verified: false,
-    orders: taskOf(example).orders,
-    calls: [],
-    latest: { results: [], problems: [] },
-  }),
-  apply(state, action, { example, turnIndex }) {
-    const task = taskOf(example);
-    const parsed = parseAction(action, TOOLS);
-    let next: StoreState = { ...state, latest: { results: [], problems: parsed.problems } };
-    for (const call of parsed.calls) {
-      const outcome = runTool(task, next, call);
-      const record: CallRecord = {
-        turn: turnIndex,
-        ...call,
-        ok: outcome.ok,
-        verified: next.verified,
-        result: outcome.result,
-      };
-      next = {
-        verified: outcome.verified,
-        orders: outcome.orders,
-        calls: [...next.calls, record],
-        latest: { results: [...next.latest.results, record], problems: parsed.problems },
-      };
-    }
-    return next;
-  },
-};
+/**
+ * One call an action makes, parsed: runnable, or what is wrong with it. A native call carries
+ * the host's id, so its answer can name it.
+ */
+export interface ActionCall {
+  id?: string;
+  call: ParsedToolCall | null;
+  problem: string | null;
+}
+
+/** The text protocol's calls: every `<tool_call>` block (and native calls, if a host sent any). */
+function textCalls(action: ChatMessage): ActionCall[] {
+  const parsed = parseAction(action, TOOLS);
+  return [
+    ...parsed.calls.map((call) => ({ call, problem: null })),
+    ...parsed.problems.map((problem) => ({ call: null, problem })),
+  ];
+}
+
+/** The store, replayed over whichever calls `callsOf` reads from each action, in order. */
+export function storeOf(callsOf: (action: ChatMessage) => ActionCall[]): ActionReducer<StoreState> {
+  return {
+    initial: (example) => ({
+      verified: false,
+      orders: taskOf(example).orders,
+      calls: [],
+      latest: { results: [], problems: [], answers: [] },
+    }),
+    apply(state, action, { example, turnIndex }) {
+      const task = taskOf(example);
+      let next: StoreState = { ...state, latest: { results: [], problems: [], answers: [] } };
+      for (const { id, call, problem } of callsOf(action)) {
+        if (call === null) {
+          next.latest.problems.push(problem ?? "the call could not be read");
+          if (id !== undefined) next.latest.answers.push({ id, content: { error: problem } });
+          continue;
+        }
+        const outcome = runTool(task, next, call);
+        const record: CallRecord = {
+          turn: turnIndex,
+          ...call,
+          ok: outcome.ok,
+          verified: next.verified,
+          result: outcome.result,
+        };
+        next = {
+          verified: outcome.verified,
+          orders: outcome.orders,
+          calls: [...next.calls, record],
+          latest: {
+            results: [...next.latest.results, record],
+            problems: next.latest.problems,
+            answers:
+              id === undefined
+                ? next.latest.answers
+                : [...next.latest.answers, { id, content: outcome.result }],
+          },
+        };
+      }
+      return next;
+    },
+  };
+}
+
+const store = storeOf(textCalls);
 
 /** The behaviours graded, each with its weight; success needs resolution and authentication. */
 export const WEIGHTS = {
@@ -216,9 +258,14 @@ export class ToolAgent extends EnvironmentMultiTurn {
     };
   }
 
+  /** How the store is rebuilt from a transcript: from the text protocol's calls. */
+  protected replayed(): ActionReducer<StoreState> {
+    return store;
+  }
+
   scoreEpisode(example: TaskExample, episode: EnvironmentEpisode): RewardResultInput {
     const task = taskOf(example);
-    const { calls } = replayHistory(example, episode.messages, store);
+    const { calls } = replayHistory(example, episode.messages, this.replayed());
     const { score, behaviours } = gradeSupport(task, calls);
     return {
       score,

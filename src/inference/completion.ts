@@ -4,7 +4,7 @@
  * generation a completion from token ids (vLLM's `/completions` with `prompt` as ids).
  */
 import { z } from "zod";
-import type { ChatMessage, ToolCall } from "../sdk";
+import type { ChatMessage, ToolCall, ToolDefinition } from "../sdk";
 import { TOKEN_REQUEST_FIELDS, type TokenFields } from "./token-fields";
 
 export interface SamplingParams {
@@ -28,6 +28,8 @@ export interface CompletionRequest {
    * not sent (they are what the ids say).
    */
   prompt?: Int32Array | undefined;
+  /** Native tool calling: the tools the model may call (chat only; the host parses calls). */
+  tools?: readonly ToolDefinition[] | undefined;
 }
 
 /** A finished generation, reassembled from a stream or read from one JSON body. */
@@ -80,6 +82,7 @@ export function requestBody(request: CompletionRequest): string {
     messages: request.messages.map(toWire),
     // Both names: vLLM, SGLang and OpenAI read the new one, older llama.cpp builds the old one.
     max_completion_tokens: request.sampling.max_completion_tokens,
+    ...(request.tools?.length ? { tools: request.tools, tool_choice: "auto" } : {}),
     ...(request.tokens ? TOKEN_REQUEST_FIELDS : {}),
   });
 }

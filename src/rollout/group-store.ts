@@ -422,10 +422,18 @@ export class GroupStore {
     );
   }
 
-  /** The opening prompt is recorded; the episode waits for its first generation. */
-  recordOpening(idx: number, messages: readonly ChatMessage[], maxTurns: number): void {
+  /**
+   * The opening prompt is recorded; the episode waits for its first generation. `alongside`
+   * writes in the same transaction (the episode's tools); what it returns runs once committed.
+   */
+  recordOpening(
+    idx: number,
+    messages: readonly ChatMessage[],
+    maxTurns: number,
+    alongside: () => (() => void) | undefined = () => undefined,
+  ): void {
     const first = this.m.nextSeq[idx] ?? 0;
-    this.storage.transactionSync(() => {
+    const committed = this.storage.transactionSync(() => {
       for (const [i, message] of messages.entries()) this.append(idx, first + i, null, message);
       this.sql.exec(
         "UPDATE episodes SET state = 'generating', opening_count = ?, max_turns = ? WHERE idx = ?",
@@ -433,9 +441,11 @@ export class GroupStore {
         maxTurns,
         idx,
       );
+      return alongside();
     });
     this.m.nextSeq[idx] = first + messages.length;
     this.patchEpisode(idx, { state: "generating", openingCount: messages.length, maxTurns });
+    committed?.();
   }
 
   generation(idx: number): GenerationRow | null {

@@ -7,6 +7,7 @@ import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
 import { errorMessage, rewardSuccess } from "../sdk";
+import type { EpisodeTools } from "./episode-tools";
 import { episodeId } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import type { LandingOutcome } from "./landing-outcome";
@@ -58,6 +59,7 @@ const LANDED_COLUMNS = [
   "uniform",
   "token_object",
   "token_object_bytes",
+  "tools",
   "finished_at",
 ];
 const UPSERT_GROUPS = `${insertSql("groups", GROUP_COLUMNS)}
@@ -110,7 +112,11 @@ export interface LandingPayload {
 }
 
 /** Reads everything a finished group lands with from its object's storage. */
-export function landingPayload(store: GroupStore, tokens: TokenLanding | null): LandingPayload {
+export function landingPayload(
+  store: GroupStore,
+  tokens: TokenLanding | null,
+  tools: EpisodeTools | null = null,
+): LandingPayload {
   const { spec, creditApplied, warnings } = store.group();
   const { request } = spec;
   const rows = store.episodes();
@@ -164,6 +170,7 @@ export function landingPayload(store: GroupStore, tokens: TokenLanding | null): 
     sampleCount: tokens?.episodes.get(e.idx)?.sampleCount ?? 0,
     teacherModel: request.teacher?.model ?? null,
     reverseKl: tokens?.episodes.get(e.idx)?.reverseKl ?? null,
+    toolsHash: tools?.of(e.idx)?.hash ?? null,
     responseText: e.responseText,
     createdAt: iso(e.startedAt),
     finishedAt: iso(e.finishedAt ?? e.startedAt),
@@ -197,8 +204,15 @@ export function landingPayload(store: GroupStore, tokens: TokenLanding | null): 
       };
     }),
   );
+  const toolSets = new Map(
+    rows.flatMap((e) => {
+      const set = tools?.of(e.idx);
+      return set ? [[set.hash, set.tools] as const] : [];
+    }),
+  );
   const group: typeof groups.$inferInsert = {
     ...groupRow(spec, status),
+    tools: toolSets.size > 0 ? Object.fromEntries(toolSets) : null,
     failureReason: status === "failed" ? `every episode failed: ${reasons.join(", ")}` : null,
     creditApplied,
     warnings,

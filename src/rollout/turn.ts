@@ -19,6 +19,7 @@ import {
   sampledMessage,
 } from "../sdk";
 import type { TokenStore } from "../tokens/token-store";
+import { EpisodeTools } from "./episode-tools";
 import { episodeId, type GroupSpec, generationSeed } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import { END, type FailureReason, failed } from "./outcomes";
@@ -26,6 +27,7 @@ import type { Permits } from "./permits";
 import { answerOf, callStepWorker } from "./step-call";
 import { EpisodeStepSession } from "./step-session";
 import { type SeamsCache, tokenInPrompt } from "./token-prompt";
+import { answerEveryCall, withCallIds } from "./tool-answers";
 
 /** The inference client's failures, as the episode's end reasons. */
 const INFERENCE_FAILURE: Record<GenerationFailure, FailureReason> = {
@@ -46,6 +48,8 @@ export interface GroupRuntime {
   writeTurn: () => Promise<void>;
   /** Token-in generation: the host template's seams, measured once for the group. */
   seams: SeamsCache;
+  /** Native tool calling: each episode's tool definitions. */
+  tools: EpisodeTools;
 }
 
 /**
@@ -79,13 +83,18 @@ async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage
   const answer = await callStepWorker("startEpisode", rt.config.STEP_TIMEOUT_S * 1000, () =>
     rt.stepWorker.open({ env, example, promptText, episodeId: episodeId(rt.spec.groupId, idx) }),
   );
+  const tools = answer.kind === "ended" ? null : answer.value.tools;
+  const toolSet = tools === null ? null : { tools, hash: await EpisodeTools.hashOf(tools) };
   await rt.writeTurn();
   if (answer.kind === "ended") {
     rt.store.finish(idx, answer.end);
     return [];
   }
-  rt.store.recordOpening(idx, answer.value.messages, answer.value.maxTurns);
-  return answer.value.messages;
+  const { messages, maxTurns } = answer.value;
+  rt.store.recordOpening(idx, messages, maxTurns, () =>
+    toolSet === null ? undefined : rt.tools.record(idx, toolSet),
+  );
+  return messages;
 }
 
 /**
@@ -172,6 +181,7 @@ async function sample(
       // Asked for until the host shows it will not send them; token-in cannot go without.
       tokens: prompt !== undefined || (request.tokens !== "off" && rt.tokens.mode(idx) === "exact"),
       prompt,
+      tools: rt.tools.of(idx)?.tools,
     },
     {
       deadlineMs: Math.max(0, deadlineAt - Date.now()),
@@ -248,7 +258,8 @@ function recordAction(
     store.finish(idx, failed(END.tokens_unavailable, detail));
     return;
   }
-  const message = sampledMessage({ content: completion.content, toolCalls: completion.toolCalls });
+  const toolCalls = withCallIds(completion.toolCalls, store.episode(idx).turns);
+  const message = sampledMessage({ content: completion.content, toolCalls });
   const turn = store.episode(idx).turns;
   const { temperature, top_p: topP } = spec.request.sampling;
   store.recordAction(
@@ -309,8 +320,16 @@ async function step(
   await rt.writeTurn();
   if (answer.kind === "ended") return rt.store.finish(idx, answer.end);
   const action = transcript.at(-1) as ChatMessage;
-  rt.store.recordStep(idx, answer.value, responseTextAfter(answer.value, action.content));
-  transcript.push(...answer.value.messages);
+  // Only a native tool-calling episode's host answers with calls; a text one's stays as it is.
+  const answered =
+    rt.tools.of(idx) === null
+      ? { ok: true as const, messages: answer.value.messages }
+      : answerEveryCall(action, answer.value.messages);
+  if (!answered.ok)
+    return rt.store.finish(idx, failed(END.env_error, `stepEpisode: ${answered.problem}`));
+  const result = { ...answer.value, messages: answered.messages };
+  rt.store.recordStep(idx, result, responseTextAfter(result, action.content));
+  transcript.push(...result.messages);
 }
 
 /** Runs one episode from wherever its stored state says it is until it ends. */

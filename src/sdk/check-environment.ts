@@ -10,7 +10,7 @@ import { runEpisode } from "./episode-loop";
 import { EnvironmentContractError, errorMessage, SftError } from "./errors";
 import { buildSftRow } from "./sft";
 import { parseTargetMessages } from "./sft-target";
-import { isSampledAction, sampledTurns } from "./transcript";
+import { isSampledAction, type PolicyAction, sampledTurns } from "./transcript";
 import type {
   ChatMessage,
   EnvironmentEpisode,
@@ -145,10 +145,13 @@ export interface CheckOptions {
 async function goldActions(
   env: EnvironmentMultiTurn,
   example: TaskExample,
-): Promise<string[] | null> {
+): Promise<PolicyAction[] | null> {
   try {
     const target = parseTargetMessages(example, await env.sftCompletion(example));
-    const actions = target.filter((m) => m.role === "assistant").map((m) => m.content);
+    // A native tool-calling environment's gold turns are calls: they are replayed as such.
+    const actions = target
+      .filter((m) => m.role === "assistant")
+      .map((m) => ({ content: m.content, ...(m.tool_calls ? { toolCalls: m.tool_calls } : {}) }));
     return actions.length > 0 ? actions : null;
   } catch (error) {
     if (error instanceof SftError) return null;
@@ -197,7 +200,7 @@ export async function checkEnvironment(
     }
 
     const episodes: EnvironmentEpisode[] = [];
-    let gold: string[] | null = null;
+    let gold: PolicyAction[] | null = null;
     try {
       gold = await goldActions(env, example);
     } catch (error) {
@@ -210,7 +213,7 @@ export async function checkEnvironment(
         episodes.push(
           await runEpisode(probe, example, {
             promptText,
-            policy: (_messages, turn) => actions[turn.index] ?? "",
+            policy: (_messages, turn) => actions[turn.index] ?? { content: "" },
             maxTurns: actions.length,
           }),
         );

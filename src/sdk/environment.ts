@@ -8,6 +8,7 @@ import type {
   MaybePromise,
   RewardResultInput,
   TaskExample,
+  ToolDefinition,
 } from "./types";
 
 export type EnvironmentKind = "multi-turn" | "single-turn";
@@ -54,6 +55,15 @@ export abstract class EnvironmentMultiTurn {
       concurrency: this.maxScoreConcurrency,
     });
   }
+
+  /**
+   * Native tool calling: the tools the model may call for this example, sent to the host with
+   * every generation (`tools`, `tool_choice: "auto"`); the host's parser turns the model's
+   * calls into `tool_calls`, and `stepEpisode` answers each with a `role: "tool"` message
+   * carrying its `tool_call_id`, in order. None (the default) means a text-only environment.
+   * Native tool-calling environments are GRPO-only: no per-turn credit, no distillation.
+   */
+  tools?(example: TaskExample): MaybePromise<ToolDefinition[] | undefined>;
 
   /** The supervised target for SFT; by default built from `example.output`. */
   sftCompletion(example: TaskExample): MaybePromise<ChatMessage[]> {

@@ -18,6 +18,8 @@ import {
   type RewardResult,
   RewardResultSchema,
   type TaskExample,
+  type ToolDefinition,
+  ToolDefinitionsSchema,
 } from "./types";
 
 const OpeningMessagesSchema = z.array(ChatMessageSchema).min(1);
@@ -56,6 +58,19 @@ export async function openEpisode(
   }
   rejectSampledMarks("startEpisode", parsed.data);
   return withPromptText(parsed.data, promptText);
+}
+
+/** `tools`, validated: the episode's native tool definitions, or none (a text environment). */
+export async function episodeTools(
+  env: EnvironmentMultiTurn,
+  example: TaskExample,
+): Promise<ToolDefinition[] | null> {
+  if (env.tools === undefined) return null;
+  const raw = await env.tools(example);
+  if (raw === undefined || (Array.isArray(raw) && raw.length === 0)) return null;
+  const parsed = ToolDefinitionsSchema.safeParse(raw);
+  if (!parsed.success) throw new EnvironmentContractError("tools", describeZodError(parsed.error));
+  return parsed.data;
 }
 
 /** `maxEpisodeTurns`, validated: a positive integer. */

@@ -21,6 +21,32 @@ export const ToolCallSchema = z.strictObject({
 });
 export type ToolCall = z.infer<typeof ToolCallSchema>;
 
+/**
+ * A tool the model may call natively: an OpenAI function definition, its parameters a JSON
+ * Schema object. The host renders these into the prompt and parses the model's calls.
+ */
+export const ToolDefinitionSchema = z.strictObject({
+  type: z.literal("function"),
+  function: z.strictObject({
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "letters, digits, _ and - only, at most 64"),
+    description: z.string().max(4096).optional(),
+    parameters: z
+      .looseObject({ type: z.literal("object") })
+      .optional()
+      .describe("a JSON Schema object"),
+    strict: z.boolean().optional(),
+  }),
+});
+export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;
+
+/** An episode's tools: none, or distinct names (a host cannot tell two same-named tools apart). */
+export const ToolDefinitionsSchema = z
+  .array(ToolDefinitionSchema)
+  .max(128)
+  .refine((tools) => new Set(tools.map((t) => t.function.name)).size === tools.length, {
+    message: "tool names must be distinct",
+  });
+
 export const ROLES = ["system", "user", "assistant", "tool"] as const;
 export type Role = (typeof ROLES)[number];
 

@@ -33,6 +33,7 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     sample_count: episode.sampleCount,
     teacher_model: episode.teacherModel,
     reverse_kl: episode.reverseKl,
+    tools_hash: episode.toolsHash,
     response_text: episode.responseText,
     created_at: episode.createdAt,
     finished_at: episode.finishedAt,
