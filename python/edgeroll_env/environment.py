@@ -59,6 +59,14 @@ class EnvironmentMultiTurn:
         """The supervised target for SFT; by default built from example.output."""
         return default_sft_completion(example)
 
+    def tools(self, example: TaskExample) -> list[dict[str, Any]] | None:
+        """Native tool calling: the OpenAI function tools ({"type": "function", "function":
+        {"name", "description", "parameters"}}) every generation of the episode offers. The
+        host turns the model's calls into tool_calls; step_episode answers each with a
+        {"role": "tool", "tool_call_id": ...} message, in order. None (the default) means a
+        text-only environment. Native tool-calling environments are GRPO-only."""
+        return None
+
 
 class EnvironmentSingleTurn(EnvironmentMultiTurn):
     """A one-response task, run as a one-turn episode through the same machinery."""

@@ -15,6 +15,7 @@ from .contract import ChatMessage, EnvironmentEpisode, EnvironmentStepResult, Re
 from .errors import EnvironmentContractError
 from .shapes import (
     ShapeError,
+    check_array,
     check_bool,
     check_int,
     check_json_object,
@@ -110,6 +111,30 @@ def turn_budget(env: Any, example: Any) -> int:
         raise EnvironmentContractError(
             "max_episode_turns", f"must return a positive integer, got {budget!r}"
         ) from None
+
+
+def episode_tools(env: Any, example: Any) -> list[dict[str, Any]] | None:
+    """tools, validated loosely: a list of OpenAI function definitions, or None for a text-only
+    environment. (edgeroll checks each definition fully when the episode opens.)"""
+    if not hasattr(env, "tools"):
+        return None
+    raw = env.tools(example)
+    if raw is None or (isinstance(raw, (list, tuple)) and len(raw) == 0):
+        return None
+    try:
+        tools = check_array(raw, "tools")
+        for i, tool in enumerate(tools):
+            definition = check_object(tool, f"tools[{i}]", ("type", "function"))
+            if definition["type"] != "function":
+                raise ShapeError(f"tools[{i}].type", 'expected "function"')
+            function = check_object(
+                definition["function"], f"tools[{i}].function", ("name",),
+                ("description", "parameters", "strict"),
+            )
+            check_string(function["name"], f"tools[{i}].function.name", min_length=1)
+    except ShapeError as error:
+        raise EnvironmentContractError("tools", str(error)) from None
+    return [dict(tool) for tool in tools]
 
 
 def check_step_result(raw: Any) -> EnvironmentStepResult:

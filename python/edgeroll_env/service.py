@@ -9,7 +9,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from .environment import environment_kind
-from .episode import OWN_RECORDS, Records, open_episode, score_batch, step_environment, turn_budget
+from .episode import (
+    OWN_RECORDS,
+    Records,
+    episode_tools,
+    open_episode,
+    score_batch,
+    step_environment,
+    turn_budget,
+)
 from .errors import EnvironmentContractError, EnvironmentHookError
 from .shapes import (
     ShapeError,
@@ -83,7 +91,12 @@ class EnvService:
             messages = open_episode(self.env, example, prompt_text)
         with blame("max_episode_turns"):
             budget = turn_budget(self.env, example)
-        return {"messages": messages, "max_turns": budget}
+        with blame("tools"):
+            tools = episode_tools(self.env, example)
+        opening: dict[str, Any] = {"messages": messages, "max_turns": budget}
+        if tools is not None:
+            opening["tools"] = tools  # native tool calling: sent with every generation
+        return opening
 
     def step(self, body: Any) -> dict[str, Any]:
         try:

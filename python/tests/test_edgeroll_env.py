@@ -646,6 +646,40 @@ class InProcess(unittest.TestCase):
             self.assertEqual(self.module.parse_guess(item["text"]), item["guess"], item["text"])
         self.assertEqual(len(self.guess.dataset), 12)  # datasets/guess-number.jsonl, via the shim
 
+    def test_start_sends_a_native_environments_tools(self) -> None:
+        from edgeroll_env.service import EnvService
+
+        lookup = {
+            "type": "function",
+            "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
+        }
+
+        class Native(EnvironmentMultiTurn):
+            def start_episode(self, example, prompt_text):
+                return [{"role": "user", "content": example.input}]
+
+            def max_episode_turns(self, example):
+                return 2
+
+            def tools(self, example):
+                return [lookup]
+
+        body = {"example": {"id": "n", "input": "hi"}, "prompt_text": ""}
+        opening = EnvService(Native(), name="native").start(body)
+        self.assertEqual(opening["tools"], [lookup])
+        # A text-only environment's opening has no tools at all.
+        self.assertNotIn("tools", EnvService(self.guess, name="guess").start(body | {
+            "example": {"id": "g", "input": "x", "metadata": {"secret": 5}}
+        }))
+
+        class Broken(Native):
+            def tools(self, example):
+                return [{"type": "function", "function": {"name": ""}}]
+
+        with self.assertRaises(Exception) as caught:
+            EnvService(Broken(), name="broken").start(body)
+        self.assertIn("tools", str(caught.exception))
+
     def test_reference_loop_matches_typescript(self) -> None:
         golden = GOLDEN["episodes"][5]
         example = TaskExample(**example_of(golden["case"]))

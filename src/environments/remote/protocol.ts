@@ -9,6 +9,7 @@ import {
   EnvironmentTurnSchema,
   JsonObjectSchema,
   TaskExampleSchema,
+  ToolDefinitionsSchema,
 } from "../../sdk";
 
 export const InfoResponseSchema = z.object({
@@ -28,6 +29,11 @@ export type StartRequest = z.infer<typeof StartRequestSchema>;
 export const StartResponseSchema = z.object({
   messages: z.array(ChatMessageSchema).min(1),
   max_turns: z.number().int().positive(),
+  /**
+   * Native tool calling: the OpenAI function tools every generation of the episode offers;
+   * absent (or empty) for a text-only environment.
+   */
+  tools: ToolDefinitionsSchema.optional(),
 });
 
 export const StepRequestSchema = z.strictObject({

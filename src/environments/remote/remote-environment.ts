@@ -12,6 +12,7 @@ import {
   isSampledAction,
   type RewardResultInput,
   type TaskExample,
+  type ToolDefinition,
 } from "../../sdk";
 import { callRemote, RemoteEnvError, type RemoteTarget } from "./client";
 import {
@@ -32,6 +33,8 @@ export interface RemoteCallLimits {
 export class RemoteEnvironment extends EnvironmentMultiTurn {
   /** `/start` answers the turn budget with the opening; the SDK asks for it after, by example. */
   private readonly openedMaxTurns = new Map<string, number>();
+  /** Its tools come with the opening too. */
+  private readonly openedTools = new Map<string, ToolDefinition[]>();
 
   constructor(
     private readonly target: RemoteTarget,
@@ -59,7 +62,12 @@ export class RemoteEnvironment extends EnvironmentMultiTurn {
       { timeoutMs: this.limits.stepTimeoutMs, idempotencyKey: this.key("start") },
     );
     this.openedMaxTurns.set(example.id, opening.max_turns);
+    if (opening.tools?.length) this.openedTools.set(example.id, opening.tools);
     return opening.messages;
+  }
+
+  override tools(example: TaskExample): ToolDefinition[] | undefined {
+    return this.openedTools.get(example.id);
   }
 
   maxEpisodeTurns(example: TaskExample): number {
