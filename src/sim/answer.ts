@@ -1,8 +1,8 @@
 /**
  * How the simulator sends a chat completion: one JSON body, or server-sent events in vLLM's
  * shape — the prompt's token ids in the first chunk, two tokens of text a chunk with their ids
- * and logprobs (stream-pieces.ts), the end-of-turn token in the last — with the stream faults
- * (`cut`, `stall`).
+ * and logprobs (stream-pieces.ts), the end-of-turn token in the last; or native tool calls as
+ * vLLM's tool parser streams them — with the stream faults (`cut`, `stall`) either way.
  */
 import type { ServerResponse } from "node:http";
 import { detokenize, IM_END } from "./chat-template";
@@ -97,19 +97,55 @@ export function answerBody(a: Answer) {
   };
 }
 
+/** One chunk of a choice's stream: its delta, the tokens it stands for (its pace), their fields. */
+interface StreamStep {
+  delta: object;
+  tokens: number;
+  part: object;
+}
+
+/** A chunk's share of the completion's tokens: its ids and their logprobs, as asked. */
+function tokenPart(a: Answer, c: Choice, from: number, to: number): object {
+  return {
+    ...(a.fields.logprobs
+      ? { logprobs: logprobsField(c.ids.slice(from, to), c.logprobs.slice(from, to), tokenText) }
+      : {}),
+    ...(a.fields.ids ? { token_ids: a.vocabulary.toWire(c.ids.slice(from, to)) } : {}),
+  };
+}
+
+function textSteps(a: Answer, choice: Choice, spoken: number): StreamStep[] {
+  return streamPieces(choice, spoken).map(({ from, to, text }) => ({
+    delta: { content: text },
+    tokens: to - from,
+    part: tokenPart(a, choice, from, to),
+  }));
+}
+
+/**
+ * A tool-call parser's stream: the text before the calls, then each call, its id and name first
+ * (no arguments key, as vLLM's hermes parser sends it) and its arguments in two pieces that
+ * clients must stitch together. The parser holds tokens back, so they all come in the last chunk;
+ * the chunks keep the pace of the tokens they stand for.
+ */
+function nativeSteps(choice: Choice, spoken: number): StreamStep[] {
+  const deltas: object[] = (choice.text.match(/\S+\s*|\s+/g) ?? []).map((content) => ({ content }));
+  for (const [index, call] of choice.toolCalls.entries()) {
+    const head = { index, id: call.id, type: "function", function: { name: call.name } };
+    const half = Math.ceil(call.arguments.length / 2);
+    deltas.push({ tool_calls: [head] });
+    for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)])
+      deltas.push({ tool_calls: [{ index, function: { arguments: piece } }] });
+  }
+  return deltas.map((delta) => ({ delta, tokens: spoken / deltas.length, part: {} }));
+}
+
 export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void> {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const send = (chunk: object) =>
     res.write(
       `data: ${JSON.stringify({ id: a.id, object: "chat.completion.chunk", created: a.created, model: a.model, ...chunk })}\n\n`,
     );
-  /** A chunk's share of the completion's tokens: its ids and their logprobs, as asked. */
-  const tokenPart = (c: Choice, from: number, to: number) => ({
-    ...(a.fields.logprobs
-      ? { logprobs: logprobsField(c.ids.slice(from, to), c.logprobs.slice(from, to), tokenText) }
-      : {}),
-    ...(a.fields.ids ? { token_ids: a.vocabulary.toWire(c.ids.slice(from, to)) } : {}),
-  });
   for (const [index, choice] of a.choices.entries()) {
     // The prompt's ids come once, in the first chunk, at the top level (vLLM).
     send({
@@ -121,59 +157,16 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
     // Text as it is generated, two tokens a chunk; the end-of-turn token comes in the last.
     const spoken = choice.ids.at(-1) === IM_END ? choice.ids.length - 1 : choice.ids.length;
     const native = choice.toolCalls.length > 0;
-    const pieces = streamPieces(choice, spoken);
-    if (native) {
-      // A tool-call parser holds the text back; the tokens still come, all at the end.
-      for (const piece of choice.text.match(/\S+\s*|\s+/g) ?? [])
-        send({ choices: [{ index, delta: { content: piece }, finish_reason: null }] });
-    } else {
-      for (const [i, { from, to, text: content }] of pieces.entries()) {
-        if (a.fault === "cut" && i >= pieces.length / 2) {
-          res.destroy();
-          return;
-        }
-        if (a.fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
-        await sleep(a.perTokenMs * (to - from));
-        if (res.destroyed) return;
-        send({
-          choices: [
-            { index, delta: { content }, finish_reason: null, ...tokenPart(choice, from, to) },
-          ],
-        });
+    const steps = native ? nativeSteps(choice, spoken) : textSteps(a, choice, spoken);
+    for (const [i, step] of steps.entries()) {
+      if (a.fault === "cut" && i >= steps.length / 2) {
+        res.destroy();
+        return;
       }
-    }
-    for (const [i, call] of choice.toolCalls.entries()) {
-      // The id and name first, the arguments in two pieces: clients must stitch them together.
-      const half = Math.ceil(call.arguments.length / 2);
-      send({
-        choices: [
-          {
-            index,
-            delta: {
-              tool_calls: [
-                {
-                  index: i,
-                  id: call.id,
-                  type: "function",
-                  function: { name: call.name, arguments: "" },
-                },
-              ],
-            },
-            finish_reason: null,
-          },
-        ],
-      });
-      for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)]) {
-        send({
-          choices: [
-            {
-              index,
-              delta: { tool_calls: [{ index: i, function: { arguments: piece } }] },
-              finish_reason: null,
-            },
-          ],
-        });
-      }
+      if (a.fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
+      await sleep(a.perTokenMs * step.tokens);
+      if (res.destroyed) return;
+      send({ choices: [{ index, delta: step.delta, finish_reason: null, ...step.part }] });
     }
     const rest = native ? 0 : spoken;
     send({
@@ -183,7 +176,7 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
           delta: { content: "" },
           finish_reason: choice.finishReason,
           stop_reason: choice.stopString,
-          ...tokenPart(choice, rest, choice.ids.length),
+          ...tokenPart(a, choice, rest, choice.ids.length),
         },
       ],
     });

@@ -1,19 +1,22 @@
 /**
  * `POST /v1/chat/completions`: the messages rendered by the chat template, the scripted policy's
  * turn, and the answer in vLLM's shape (token fields, logprobs, streaming), or a fault instead.
+ * A request offering `tools` is answered as vLLM with `--enable-auto-tool-choice
+ * --tool-call-parser hermes` answers it: the model's `<tool_call>` blocks go out as `tool_calls`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import { admit } from "./admission";
-import { type Answer, answerBody, type Choice, type NativeCall, streamAnswer } from "./answer";
+import { type Answer, answerBody, type Choice, streamAnswer } from "./answer";
 import { complete, choices as playChoices } from "./completion";
 import { parseModel } from "./directives";
+import { parseToolCalls } from "./hermes";
 import { type Host, templateFor } from "./host";
 import { sendBadRequest, sendJson, sleep } from "./http";
 import { hashString, type Random, seededRandom } from "./random";
 import { promptIds } from "./token-answer";
 import { vocabularyFor } from "./vocabulary";
-import { templateMessages, WireMessageSchema } from "./wire-message";
+import { templateMessages, WireMessageSchema, WireToolSchema } from "./wire-message";
 
 const ChatRequestSchema = z.object({
   model: z.string().min(1),
@@ -29,28 +32,33 @@ const ChatRequestSchema = z.object({
   logprobs: z.boolean().optional(),
   top_logprobs: z.number().int().min(0).optional(),
   return_token_ids: z.boolean().optional(),
+  tools: z.array(WireToolSchema).optional(),
+  // "required" and a named function are parsed as "auto" is (vLLM would constrain the output).
+  tool_choice: z
+    .union([
+      z.enum(["auto", "none", "required"]),
+      z.object({ type: z.literal("function"), function: z.object({ name: z.string() }) }).loose(),
+    ])
+    .optional(),
 });
 type ChatRequest = z.infer<typeof ChatRequestSchema>;
 
-const TOOL_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
-
-/** With `+native`, text tool calls go out as OpenAI `tool_calls`, as a tool-calling model's would. */
+/**
+ * Natively (`tools` offered, or `+native`), the host's hermes parser takes the completion's
+ * `<tool_call>` blocks out into `tool_calls`. The token ids stay those of the generated text: the
+ * calls are what the model wrote, and the chat template writes them back the same way next turn.
+ */
 function asNativeCalls(choice: Choice, random: Random): Choice {
-  const calls: NativeCall[] = [];
-  for (const [, json] of choice.text.matchAll(TOOL_CALL)) {
-    try {
-      const call = JSON.parse(json ?? "") as { name: string; arguments?: unknown };
-      const id = `call_${Math.floor(random() * 1e9).toString(36)}`;
-      calls.push({ id, name: call.name, arguments: JSON.stringify(call.arguments ?? {}) });
-    } catch {
-      return choice; // a malformed call stays text, as a model's broken output would
-    }
-  }
-  if (calls.length === 0) return choice;
+  const ended = choice.finishReason === "stop" && choice.stopString === null;
+  const parsed = parseToolCalls(choice.text, ended);
+  if (parsed === null) return choice;
   return {
     ...choice,
-    text: choice.text.replace(TOOL_CALL, "").trim(),
-    toolCalls: calls,
+    text: parsed.content,
+    toolCalls: parsed.calls.map((call) => ({
+      id: `call_${Math.floor(random() * 1e9).toString(36)}`,
+      ...call,
+    })),
     finishReason: "tool_calls",
   };
 }
@@ -72,7 +80,8 @@ export async function chatCompletions(
   const key = `${parsed.model}|${hashString(JSON.stringify(parsed.messages))}|${parsed.seed ?? ""}`;
   const random = seededRandom(parsed.seed ?? Math.floor(Math.random() * 2 ** 31));
   host.ledger.noteArrival(messages);
-  const prompt = promptIds(messages, templateFor(host, directives));
+  const tools = parsed.tools ?? [];
+  const prompt = promptIds(messages, templateFor(host, directives), "generation-prompt", tools);
   const admission = await admit(host, req, res, {
     model: parsed.model,
     directives,
@@ -96,15 +105,18 @@ export async function chatCompletions(
   });
   if (!admission.admitted) return;
   const budget = parsed.max_completion_tokens ?? parsed.max_tokens ?? Number.POSITIVE_INFINITY;
+  const native = (directives.native || tools.length > 0) && parsed.tool_choice !== "none";
   const ask = {
     messages,
     temperature: parsed.temperature,
+    tools: tools.map((t) => t.function.name),
+    native,
     stop: [parsed.stop ?? []].flat(),
     budget,
   };
   const choices = playChoices(parsed.n, parsed.seed, random, (choiceRandom) => {
     const choice = complete(ask, choiceRandom, directives);
-    return directives.native ? asNativeCalls(choice, choiceRandom) : choice;
+    return native ? asNativeCalls(choice, choiceRandom) : choice;
   });
   const completionTokens = choices.reduce((a, c) => a + c.ids.length, 0);
   const usage = {

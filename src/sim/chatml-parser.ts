@@ -2,8 +2,9 @@
  * A ChatML prompt read back into messages, for `/v1/completions`: the client sends ids, the
  * simulator's player reads a conversation. `<|im_start|>ROLE\nCONTENT<|im_end|>\n` is one
  * message; a last block with no `<|im_end|>` is the turn the model is asked to continue (usually
- * an empty `<|im_start|>assistant\n`).
+ * an empty `<|im_start|>assistant\n`). Tool calls and replies stay in the text, as rendered.
  */
+import { toolNamesIn } from "./hermes";
 import type { SimMessage } from "./policies";
 
 export interface ParsedPrompt {
@@ -11,6 +12,8 @@ export interface ParsedPrompt {
   messages: SimMessage[];
   /** The last block, when the prompt leaves it open for the model. */
   open: SimMessage | null;
+  /** The tools the system prompt offers (the template's `<tools>` block), by name. */
+  tools: string[];
 }
 
 const START = "<|im_start|>";
@@ -32,5 +35,6 @@ export function parseChatML(text: string): ParsedPrompt {
     if (closedAt === -1 && i === blocks.length - 1) open = message;
     else messages.push(message);
   }
-  return { messages, open };
+  const system = messages[0]?.role === "system" ? messages[0].content : "";
+  return { messages, open, tools: toolNamesIn(system) };
 }

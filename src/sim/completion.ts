@@ -11,9 +11,17 @@ import { playTurn, type SimMessage } from "./policies";
 import { hashString, type Random, seededRandom } from "./random";
 import { completionTokens } from "./token-answer";
 
-export interface CompletionAsk {
+/** What the player is asked: the conversation, how hot to play, and how it may call tools. */
+export interface PlayAsk {
   messages: readonly SimMessage[];
   temperature: number;
+  /** The tools offered for native calls, by name (see `PlayContext`). */
+  tools: readonly string[];
+  /** Whether the host parses calls into `tool_calls` (see `PlayContext`). */
+  native: boolean;
+}
+
+export interface CompletionAsk extends PlayAsk {
   stop: readonly string[];
   /** Tokens allowed, the end-of-turn token counted, as hosts count it. */
   budget: number;
@@ -34,13 +42,9 @@ function padded(text: string, tokens: number): string {
 }
 
 /** The whole turn the model would say after `messages`, before any stop or budget. */
-export function actionText(
-  messages: readonly SimMessage[],
-  random: Random,
-  temperature: number,
-  directives: Directives,
-): string {
-  let text = playTurn({ messages, random, temperature });
+export function actionText(ask: PlayAsk, random: Random, directives: Directives): string {
+  const { messages, temperature, tools, native } = ask;
+  let text = playTurn({ messages, random, temperature, tools, native });
   if (directives.think !== null) text = `${REASONING}${text}`;
   if (directives.padTokens !== undefined) text = padded(text, directives.padTokens);
   return text;
@@ -74,7 +78,7 @@ function firstStop(text: string, stops: readonly string[]): StopHit | null {
  * end-of-turn token follows; a budget smaller than the ids cuts them first (`length`).
  */
 export function complete(ask: CompletionAsk, random: Random, directives: Directives): Choice {
-  let text = actionText(ask.messages, random, ask.temperature, directives);
+  let text = actionText(ask, random, directives);
   // A model continuing its own words says the rest; one put off its course starts afresh.
   if (ask.prefix && text.startsWith(ask.prefix)) text = text.slice(ask.prefix.length);
   const hit = firstStop(text, ask.stop);

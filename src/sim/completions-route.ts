@@ -79,7 +79,7 @@ export async function completions(
   const unknown = firstUnknown(prompt);
   if (unknown !== -1) return sendError(res, 400, outOfVocabulary(Number(sent[unknown])));
   // Nothing is re-rendered: the model sees the ids the client sent, reasoning and all.
-  const { messages, open } = parseChatML(detokenize(prompt));
+  const { messages, open, tools } = parseChatML(detokenize(prompt));
   const continues = open?.role === "assistant";
   const conversation = open !== null && !continues ? [...messages, open] : messages;
   const prefix = continues ? (open?.content ?? "") : "";
@@ -102,6 +102,9 @@ export async function completions(
   const ask = {
     messages: conversation,
     temperature: parsed.temperature ?? 1,
+    // A prompt rendered with tools asks for Qwen's calls; nothing parses them out here.
+    tools,
+    native: tools.length > 0,
     stop: [parsed.stop ?? []].flat(),
     budget: parsed.max_tokens === null ? Number.POSITIVE_INFINITY : (parsed.max_tokens ?? 16),
     prefix,

@@ -21,7 +21,9 @@
  *   tokenize-fail:S[:N]  `/tokenize` answers status S (the first N tries of each distinct request
  *                    body; default all) with vLLM's error body (for 404, "The model `X` does
  *                    not exist."); generation is untouched
- *   native           send tool calls as OpenAI `tool_calls` instead of text blocks
+ *   native           send tool calls as OpenAI `tool_calls` instead of text blocks, as a
+ *                    request offering `tools` always gets them (the model then writes its
+ *                    calls in Qwen's hermes format, hermes.ts)
  *   think[:keep]     think aloud (`<think>…</think>`) before each action; the chat template
  *                    drops that reasoning from earlier turns, as Qwen3's does (prefix breaks),
  *                    unless `:keep` (`/v1/completions` renders nothing: its prompt keeps

@@ -31,9 +31,10 @@ const OFF_PATH = Math.log(0.05);
  * orders the request does not name).
  */
 function perfectTurn(before: readonly number[], directives: Directives): number[] {
-  const { messages, open } = parseChatML(detokenize(before));
+  const { messages, open, tools } = parseChatML(detokenize(before));
   const conversation = open === null ? messages : [...messages, open];
-  return [...tokenize(actionText(conversation, seededRandom(0), 0, directives)), IM_END];
+  const ask = { messages: conversation, temperature: 0, tools, native: tools.length > 0 };
+  return [...tokenize(actionText(ask, seededRandom(0), directives)), IM_END];
 }
 
 /** Where a block's header (`<|im_start|>ROLE\n`) ends, and its role; null if it never does. */

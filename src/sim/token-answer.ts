@@ -15,14 +15,16 @@ import {
   type TemplateMessage,
   tokenize,
 } from "./chat-template";
+import type { ToolSpec } from "./hermes";
 import type { Random } from "./random";
 
 export function promptIds(
   messages: readonly TemplateMessage[],
   template: TemplateKind,
   ending: PromptEnding = "generation-prompt",
+  tools: readonly ToolSpec[] = [],
 ): number[] {
-  return tokenize(renderPrompt(messages, template, ending));
+  return tokenize(renderPrompt(messages, template, ending, tools));
 }
 
 export interface CompletionTokens {

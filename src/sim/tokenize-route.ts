@@ -14,7 +14,7 @@ import { errorType, sendBadRequest, sendError, sendJson } from "./http";
 import { hashString } from "./random";
 import { promptIds } from "./token-answer";
 import { firstUnknown, outOfVocabulary, vocabularyFor } from "./vocabulary";
-import { templateMessages, WireMessageSchema } from "./wire-message";
+import { templateMessages, WireMessageSchema, WireToolSchema } from "./wire-message";
 
 /** vLLM's `TokenizeCompletionRequest`: a text. ChatML adds no BOS, so special tokens add none. */
 const TokenizeTextSchema = z.object({
@@ -23,10 +23,11 @@ const TokenizeTextSchema = z.object({
   add_special_tokens: z.boolean().nullish(),
 });
 
-/** vLLM's `TokenizeChatRequest`: messages, rendered as the chat endpoint renders them. */
+/** vLLM's `TokenizeChatRequest`: messages (and tools), rendered as chat completions render them. */
 const TokenizeChatSchema = z.object({
   model: z.string().nullish(),
   messages: z.array(WireMessageSchema).min(1),
+  tools: z.array(WireToolSchema).nullish(),
   add_generation_prompt: z.boolean().default(true),
   continue_final_message: z.boolean().default(false),
   add_special_tokens: z.boolean().nullish(),
@@ -96,7 +97,8 @@ export function tokenizeRoute(host: Host, res: ServerResponse, body: string): vo
       : parsed.continue_final_message
         ? "open-final"
         : "closed";
-    ids = promptIds(templateMessages(parsed.messages), templateFor(host, directives), ending);
+    const template = templateFor(host, directives);
+    ids = promptIds(templateMessages(parsed.messages), template, ending, parsed.tools ?? []);
   } else ids = tokenize(parsed.prompt);
   const fault = tokenizeFault(host, directives, body);
   if (fault !== null) {
