@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { END } from "../../src/rollout/outcomes";
 import { detokenize } from "../../src/sim/chat-template";
-import { getEpisode, type Json, postGroup, startGroup, waitForGroup } from "./helpers";
+import { api, getEpisode, type Json, postGroup, startGroup, waitForGroup } from "./helpers";
 import { answersOf, d1, lease } from "./token-helpers";
 
 const EXAMPLE = {
@@ -87,11 +87,24 @@ describe("native tool calling", () => {
     const [row] = await d1("SELECT tools FROM groups WHERE id = ?", id);
     const definitions = JSON.parse(row.tools)[[...hashes][0] as string];
     expect(definitions.map((t: Json) => t.function.name)).toContain("refund_order");
-    // Trainers get the calls and their answers in the batch format.
-    const [leased] = (await lease("native")).groups;
+    // Trainers get the calls and their answers in the batch format, and in SFT rows.
+    const [leased] = (await lease("native", { include: ["messages", "tokens", "sft"] })).groups;
     const leasedMessages = leased.episodes.flatMap((e: Json) => e.messages);
     expect(leasedMessages.some((m: Json) => m.tool_calls?.length > 0)).toBe(true);
     expect(leasedMessages.some((m: Json) => typeof m.tool_call_id === "string")).toBe(true);
+    const targets = leased.episodes.flatMap((e: Json) => e.sft?.target_messages ?? []);
+    expect(targets.some((m: Json) => m.tool_calls?.length > 0)).toBe(true);
+    expect(targets.some((m: Json) => m.role === "tool" && m.tool_call_id)).toBe(true);
+    // The transcript viewer shows each call beside the result that answered it.
+    const episode = group.episodes.find((e: Json, i: number) =>
+      all[i]?.some((m: Json) => m.tool_calls?.length > 0),
+    );
+    const page = await (await api(`/episodes/${episode.episode_id}`)).text();
+    expect(page).toContain('data-testid="tool-call"');
+    const answered = (all[group.episodes.indexOf(episode)] ?? []).find(
+      (m: Json) => m.role === "tool",
+    );
+    expect(page).toContain(`answers call ${answered.tool_call_id}`);
   });
 
   it("answers a call the environment left unanswered with 'not executed'", async () => {
