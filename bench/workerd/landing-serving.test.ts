@@ -132,7 +132,7 @@ async function finishedGroups(runId: string, count: number, withTokens: boolean)
         (_instance, state): Finished => {
           const store = new GroupStore(state.storage);
           const tokens = tokenLanding(store.group().spec, new TokenStore(state.storage));
-          return { payload: landingPayload(store, tokens), tokens };
+          return { payload: landingPayload(store, tokens, null), tokens };
         },
       ),
     { concurrency: 16 },

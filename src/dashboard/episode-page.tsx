@@ -74,8 +74,9 @@ function MessageCard(props: { episode: Episode; message: Message }) {
         </div>
       ))}
       {(m.tool_calls ?? []).map((c) => {
-        // Each native call beside the tool message that answered it.
-        const answer = props.episode.messages.find((r) => r.tool_call_id === c.id);
+        // Each native call beside the tool message that answered it (the first after it).
+        const after = props.episode.messages.filter((r) => r.seq > m.seq);
+        const answer = after.find((r) => r.tool_call_id === c.id);
         return (
           <div class="tool-pair" data-testid="tool-call">
             <div>

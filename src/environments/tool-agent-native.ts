@@ -74,8 +74,23 @@ export class ToolAgentNative extends ToolAgent {
     assistantResponse: string,
   ): EnvironmentStepResultInput {
     const action = messages.at(-1);
-    if (!action?.tool_calls?.length)
+    if (!action?.tool_calls?.length) {
+      // A call the host's parser could not read comes back as text (vLLM's hermes parser
+      // without streaming): say so, and let the model call again, rather than end on it.
+      if (assistantResponse.includes("<tool_call>"))
+        return {
+          done: false,
+          messages: [
+            {
+              role: "user",
+              content:
+                "Your tool call could not be read: call a tool through the tools provided, with JSON arguments.",
+            },
+          ],
+          metadata: { calls: 0, problems: 1 },
+        };
       return { done: true, finalResponseText: assistantResponse, metadata: { calls: 0 } };
+    }
     const { after } = replayStep(example, messages, assistantResponse, store);
     return {
       done: false,

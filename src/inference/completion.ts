@@ -42,10 +42,31 @@ export interface Completion {
   tokens: TokenFields | null;
 }
 
-/** Only the fields the OpenAI API defines; edgeroll's metadata never leaves the Worker. */
+/** Arguments a host's template can render: a JSON object, as written, else `{}`. */
+function renderableArguments(raw: string): string {
+  try {
+    const value: unknown = JSON.parse(raw);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? raw : "{}";
+  } catch {
+    return "{}";
+  }
+}
+
+/**
+ * Only the fields the OpenAI API defines; edgeroll's metadata never leaves the Worker. A call
+ * whose arguments the model broke goes back as `{}` (what current vLLM renders it as; older
+ * releases fail the whole request on it), while the transcript keeps the raw string.
+ */
 export function toWire(message: ChatMessage) {
   const { metadata: _metadata, ...wire } = message;
-  return wire;
+  if (wire.tool_calls === undefined) return wire;
+  return {
+    ...wire,
+    tool_calls: wire.tool_calls.map((call) => ({
+      ...call,
+      function: { ...call.function, arguments: renderableArguments(call.function.arguments) },
+    })),
+  };
 }
 
 /** Where the request goes, under the host's base URL. */

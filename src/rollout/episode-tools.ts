@@ -20,16 +20,14 @@ export interface EpisodeToolSet {
   hash: string;
 }
 
-export class EpisodeTools {
-  private ready = false;
+export class EpisodeToolStore {
   private cache: Map<number, EpisodeToolSet> | null = null;
 
   constructor(private readonly sql: SqlStorage) {}
 
   private all(): Map<number, EpisodeToolSet> {
     if (this.cache === null) {
-      if (!this.ready) this.sql.exec(SCHEMA);
-      this.ready = true;
+      this.sql.exec(SCHEMA);
       this.cache = new Map();
       for (const r of this.sql.exec("SELECT idx, tools, hash FROM episode_tools"))
         this.cache.set(Number(r.idx), {

@@ -12,7 +12,7 @@ import { errorMessage } from "../sdk";
 import { TokenStore } from "../tokens/token-store";
 import { backoffDelayMs } from "../utils/backoff";
 import { lander, scoreWorker, stepWorker } from "./bindings";
-import { EpisodeTools } from "./episode-tools";
+import { EpisodeToolStore } from "./episode-tools";
 import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api";
 import { episodeId, type GroupSpec } from "./group-spec";
 import { type GenerationRow, GroupStore } from "./group-store";
@@ -39,7 +39,7 @@ const retryDelayMs = (attempt: number) => backoffDelayMs(attempt, { baseMs: 1000
 export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi {
   private readonly store = new GroupStore(this.ctx.storage);
   private readonly tokens = new TokenStore(this.ctx.storage);
-  private readonly episodeTools = new EpisodeTools(this.ctx.storage.sql);
+  private readonly toolStore = new EpisodeToolStore(this.ctx.storage.sql);
   private readonly config = configFrom(this.env);
   private readonly drivers = new Map<number, Promise<void>>();
   private runtime: GroupRuntime | null = null;
@@ -123,7 +123,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         permits: groupPermits(this.env, group.spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
         writeTurn: sharedWriteTurn(),
         seams: { measuring: null },
-        tools: this.episodeTools,
+        tools: this.toolStore,
       };
       if (!this.createdHere) {
         // First wake of this instance: permits held by an earlier one went with its generations.
@@ -220,7 +220,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       : { ok: true };
     if (landed.ok) {
       try {
-        const payload = landingPayload(this.store, tokens, this.episodeTools);
+        const payload = landingPayload(this.store, tokens, this.toolStore);
         landed = await landGroup(this.env.DB, lander(this.env), payload);
         if (!landed.ok) landed = { ok: false, error: `D1: ${landed.error}` };
       } catch (error) {

@@ -7,7 +7,7 @@ import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
 import { errorMessage, rewardSuccess } from "../sdk";
-import type { EpisodeTools } from "./episode-tools";
+import type { EpisodeToolStore } from "./episode-tools";
 import { episodeId } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import type { LandingOutcome } from "./landing-outcome";
@@ -115,7 +115,7 @@ export interface LandingPayload {
 export function landingPayload(
   store: GroupStore,
   tokens: TokenLanding | null,
-  tools: EpisodeTools | null = null,
+  tools: EpisodeToolStore | null,
 ): LandingPayload {
   const { spec, creditApplied, warnings } = store.group();
   const { request } = spec;

@@ -12,14 +12,16 @@ import {
   refusesTokenFields,
 } from "../inference/client";
 import {
+  answeredStep,
   type ChatMessage,
   errorMessage,
   isSampledAction,
   responseTextAfter,
   sampledMessage,
+  withCallIds,
 } from "../sdk";
 import type { TokenStore } from "../tokens/token-store";
-import { EpisodeTools } from "./episode-tools";
+import { EpisodeToolStore } from "./episode-tools";
 import { episodeId, type GroupSpec, generationSeed } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import { END, type FailureReason, failed } from "./outcomes";
@@ -27,7 +29,6 @@ import type { Permits } from "./permits";
 import { answerOf, callStepWorker } from "./step-call";
 import { EpisodeStepSession } from "./step-session";
 import { type SeamsCache, tokenInPrompt } from "./token-prompt";
-import { answerEveryCall, withCallIds } from "./tool-answers";
 
 /** The inference client's failures, as the episode's end reasons. */
 const INFERENCE_FAILURE: Record<GenerationFailure, FailureReason> = {
@@ -49,7 +50,7 @@ export interface GroupRuntime {
   /** Token-in generation: the host template's seams, measured once for the group. */
   seams: SeamsCache;
   /** Native tool calling: each episode's tool definitions. */
-  tools: EpisodeTools;
+  tools: EpisodeToolStore;
 }
 
 /**
@@ -62,7 +63,11 @@ export function permitLeaseMs(rt: GroupRuntime): number {
 
 /** A rough token count for text the host has not counted yet; the host's own answer decides. */
 function estimateTokens(messages: readonly ChatMessage[]): number {
-  return messages.reduce((sum, m) => sum + Math.ceil(m.content.length / 4) + 4, 0);
+  return messages.reduce(
+    (sum, m) =>
+      sum + Math.ceil((m.content.length + JSON.stringify(m.tool_calls ?? "").length) / 4) + 4,
+    0,
+  );
 }
 
 /** Whether the next generation still fits `max_context_tokens` with its completion budget. */
@@ -70,10 +75,12 @@ function fitsContext(rt: GroupRuntime, idx: number, transcript: readonly ChatMes
   const { request } = rt.spec;
   const counted = rt.store.episode(idx).totalTokens;
   const lastAction = transcript.findLastIndex(isSampledAction);
+  // Before the host has counted anything, the tools it renders into the prompt count too.
+  const tools = rt.tools.of(idx)?.tools;
   const used =
     counted !== null && lastAction !== -1
       ? counted + estimateTokens(transcript.slice(lastAction + 1))
-      : estimateTokens(transcript);
+      : estimateTokens(transcript) + (tools ? Math.ceil(JSON.stringify(tools).length / 4) : 0);
   return used + request.sampling.max_completion_tokens <= request.max_context_tokens;
 }
 
@@ -84,7 +91,7 @@ async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage
     rt.stepWorker.open({ env, example, promptText, episodeId: episodeId(rt.spec.groupId, idx) }),
   );
   const tools = answer.kind === "ended" ? null : answer.value.tools;
-  const toolSet = tools === null ? null : { tools, hash: await EpisodeTools.hashOf(tools) };
+  const toolSet = tools === null ? null : { tools, hash: await EpisodeToolStore.hashOf(tools) };
   await rt.writeTurn();
   if (answer.kind === "ended") {
     rt.store.finish(idx, answer.end);
@@ -258,7 +265,7 @@ function recordAction(
     store.finish(idx, failed(END.tokens_unavailable, detail));
     return;
   }
-  const toolCalls = withCallIds(completion.toolCalls, store.episode(idx).turns);
+  const toolCalls = withCallIds(completion.toolCalls, store.episode(idx).turns, transcript);
   const message = sampledMessage({ content: completion.content, toolCalls });
   const turn = store.episode(idx).turns;
   const { temperature, top_p: topP } = spec.request.sampling;
@@ -321,15 +328,11 @@ async function step(
   if (answer.kind === "ended") return rt.store.finish(idx, answer.end);
   const action = transcript.at(-1) as ChatMessage;
   // Only a native tool-calling episode's host answers with calls; a text one's stays as it is.
-  const answered =
-    rt.tools.of(idx) === null
-      ? { ok: true as const, messages: answer.value.messages }
-      : answerEveryCall(action, answer.value.messages);
+  const answered = answeredStep(rt.tools.of(idx) !== null, action, answer.value);
   if (!answered.ok)
     return rt.store.finish(idx, failed(END.env_error, `stepEpisode: ${answered.problem}`));
-  const result = { ...answer.value, messages: answered.messages };
-  rt.store.recordStep(idx, result, responseTextAfter(result, action.content));
-  transcript.push(...result.messages);
+  rt.store.recordStep(idx, answered.step, responseTextAfter(answered.step, action.content));
+  transcript.push(...answered.step.messages);
 }
 
 /** Runs one episode from wherever its stored state says it is until it ends. */

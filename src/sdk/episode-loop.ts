@@ -2,11 +2,14 @@
 import type { EnvironmentMultiTurn } from "./environment";
 import {
   assembleEpisode,
+  episodeTools,
   openEpisode,
   responseTextAfter,
   stepEnvironment,
   turnBudget,
 } from "./episode";
+import { EnvironmentContractError } from "./errors";
+import { answeredStep, withCallIds } from "./tool-calls";
 import { type PolicyAction, sampledMessage } from "./transcript";
 import type {
   ChatMessage,
@@ -59,6 +62,8 @@ export async function runEpisode(
   const now = options.now ?? Date.now;
   const started = now();
   const messages = await openEpisode(env, example, options.promptText ?? "");
+  // As in the Durable Object: a native tool-calling episode's calls get ids and answers.
+  const native = (await episodeTools(env, example)) !== null;
   const openingCount = messages.length;
   const budget = Math.min(turnBudget(env, example), options.maxTurns ?? Number.POSITIVE_INFINITY);
   const steps: JsonObject[] = [];
@@ -69,8 +74,14 @@ export async function runEpisode(
     const sampled = await options.policy(messages.slice(), { index, example });
     const output: PolicyOutput = typeof sampled === "string" ? { content: sampled } : sampled;
     lastUsage = output.usage;
-    messages.push(sampledMessage(output));
-    const result = await stepEnvironment(env, example, messages);
+    const toolCalls = native
+      ? withCallIds(output.toolCalls ?? [], index, messages)
+      : output.toolCalls;
+    const action = sampledMessage({ ...output, ...(toolCalls ? { toolCalls } : {}) });
+    messages.push(action);
+    const answered = answeredStep(native, action, await stepEnvironment(env, example, messages));
+    if (!answered.ok) throw new EnvironmentContractError("stepEpisode", answered.problem);
+    const result = answered.step;
     responseText = responseTextAfter(result, output.content);
     messages.push(...result.messages);
     steps.push(result.metadata);

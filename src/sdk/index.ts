@@ -12,5 +12,6 @@ export * from "./gold-transcript";
 export * from "./replay";
 export * from "./sft";
 export * from "./sft-target";
+export * from "./tool-calls";
 export * from "./transcript";
 export * from "./types";

@@ -45,6 +45,10 @@ export const ToolDefinitionsSchema = z
   .max(128)
   .refine((tools) => new Set(tools.map((t) => t.function.name)).size === tools.length, {
     message: "tool names must be distinct",
+  })
+  // They travel with every generation and land with the group: kept well inside a row's limit.
+  .refine((tools) => JSON.stringify(tools).length <= 256 * 1024, {
+    message: "at most 256 KB of tool definitions, as JSON",
   });
 
 export const ROLES = ["system", "user", "assistant", "tool"] as const;

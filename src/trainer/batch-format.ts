@@ -105,6 +105,8 @@ export function episodeForTrainer(
     total_tokens: episode.totalTokens,
     latency_ms: episode.latencyMs,
     policy_version: episode.policyVersion,
+    // Native tool calling: which of the group's `tools` its prompts rendered.
+    ...(episode.toolsHash === null ? {} : { tools_hash: episode.toolsHash }),
     ...(include.includes("messages")
       ? {
           messages: transcript.map((m) => ({
@@ -145,6 +147,8 @@ export function groupForTrainer(
     score_mean: group.scoreMean,
     score_std: group.scoreStd,
     warnings: group.warnings,
+    // Native tool calling: the definitions the episodes offered, by `tools_hash`.
+    ...(group.tools === null ? {} : { tools: group.tools }),
     episodes: groupEpisodes.map((e) =>
       episodeForTrainer(
         e,

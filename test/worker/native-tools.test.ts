@@ -89,6 +89,8 @@ describe("native tool calling", () => {
     expect(definitions.map((t: Json) => t.function.name)).toContain("refund_order");
     // Trainers get the calls and their answers in the batch format, and in SFT rows.
     const [leased] = (await lease("native", { include: ["messages", "tokens", "sft"] })).groups;
+    expect(Object.keys(leased.tools)).toEqual([...hashes]);
+    for (const episode of leased.episodes) expect(episode.tools_hash).toBe([...hashes][0]);
     const leasedMessages = leased.episodes.flatMap((e: Json) => e.messages);
     expect(leasedMessages.some((m: Json) => m.tool_calls?.length > 0)).toBe(true);
     expect(leasedMessages.some((m: Json) => typeof m.tool_call_id === "string")).toBe(true);
@@ -96,7 +98,7 @@ describe("native tool calling", () => {
     expect(targets.some((m: Json) => m.tool_calls?.length > 0)).toBe(true);
     expect(targets.some((m: Json) => m.role === "tool" && m.tool_call_id)).toBe(true);
     // The transcript viewer shows each call beside the result that answered it.
-    const episode = group.episodes.find((e: Json, i: number) =>
+    const episode = group.episodes.find((_e: Json, i: number) =>
       all[i]?.some((m: Json) => m.tool_calls?.length > 0),
     );
     const page = await (await api(`/episodes/${episode.episode_id}`)).text();
