@@ -16,6 +16,7 @@ import {
 import {
   describeZodError,
   type EnvironmentMultiTurn,
+  episodeTools,
   errorMessage,
   isSampledAction,
   openEpisode,
@@ -90,7 +91,9 @@ export class ProtocolHandler {
       return this.run(StartRequestSchema, body, async (r) => {
         const env = this.environment();
         const messages = await openEpisode(env, r.example, r.prompt_text);
-        return { messages, max_turns: turnBudget(env, r.example) };
+        const tools = await episodeTools(env, r.example);
+        // Native tool calling: the tools go with the opening, for every generation to offer.
+        return { messages, max_turns: turnBudget(env, r.example), ...(tools ? { tools } : {}) };
       });
     }
     if (path === "/step") {

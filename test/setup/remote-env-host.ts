@@ -2,6 +2,7 @@
 // behind the remote protocol, with faults on demand) and a URL where nothing listens. They reach
 // workerd as REMOTE_ENVS, the way a deployment configures them.
 import type { TestProject } from "vitest/node";
+import { ToolAgentNative } from "../../src/environments/tool-agent-native";
 import { deadUrl, startRemoteEnvFixture } from "./remote-env-server";
 
 export const REMOTE_ENV_TOKEN = "remote-env-test-secret";
@@ -15,10 +16,24 @@ declare module "vitest" {
 
 export default async function setup(project: TestProject) {
   const fixture = await startRemoteEnvFixture(REMOTE_ENV_TOKEN);
+  // Native tools over the protocol: the tools come with /start.
+  const native = await startRemoteEnvFixture(REMOTE_ENV_TOKEN, {
+    name: "tool-agent-native-remote",
+    make: () => new ToolAgentNative(),
+  });
   project.provide("remoteEnvUrl", fixture.url);
   project.provide(
     "remoteEnvs",
-    JSON.stringify({ "guess-number-remote": fixture.url, "remote-down": await deadUrl() }),
+    JSON.stringify({
+      "guess-number-remote": fixture.url,
+      "tool-agent-native-remote": native.url,
+      "remote-down": await deadUrl(),
+    }),
   );
-  return () => new Promise<void>((resolve) => fixture.server.close(() => resolve()));
+  const close = (server: typeof fixture.server) =>
+    new Promise<void>((resolve) => server.close(() => resolve()));
+  return async () => {
+    await close(fixture.server);
+    await close(native.server);
+  };
 }

@@ -151,6 +151,33 @@ describe("native tool calling", () => {
     ]);
   });
 
+  it("takes a remote environment's tools from its /start answer, and keeps the same rules", async () => {
+    const id = await startGroup({
+      env: "tool-agent-native-remote",
+      example: EXAMPLE,
+      group_size: 2,
+      run_id: "native-remote",
+      sampling: { model: "sim", temperature: 0 },
+    });
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    const all = await transcripts(group);
+    for (const messages of all) {
+      expectEveryCallAnswered(messages);
+      expect(messages.some((m: Json) => m.tool_calls?.length > 0)).toBe(true);
+    }
+    expect(group.episodes.map((e: Json) => e.score)).toEqual([1, 1]);
+    const refused = await postGroup({
+      env: "tool-agent-native-remote",
+      example: EXAMPLE,
+      group_size: 2,
+      credit_assignment: "per_turn",
+      sampling: { model: "sim" },
+    });
+    expect(refused.status).toBe(400);
+    expect((await refused.json<Json>()).error.message).toMatch(/per_turn credit is rejected/);
+  });
+
   it("refuses per_turn credit, opd and token-in for a native tool-calling environment", async () => {
     for (const [change, rule] of [
       [

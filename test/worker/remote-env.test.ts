@@ -48,7 +48,11 @@ describe("remote environments", () => {
     expect(listed.environments).toEqual(
       expect.arrayContaining(["guess-number", "guess-number-remote", "remote-down"]),
     );
-    expect(listed.remote.sort()).toEqual(["guess-number-remote", "remote-down"]);
+    expect(listed.remote.sort()).toEqual([
+      "guess-number-remote",
+      "remote-down",
+      "tool-agent-native-remote",
+    ]);
   });
 
   it("land the same transcripts and rewards as the built-in environment for the same samples", async () => {
