@@ -12,9 +12,14 @@ describe("the Worker", () => {
   it("lists the registered environments", async () => {
     const response = await api("/v1/environments");
     expect(await response.json()).toEqual({
-      environments: expect.arrayContaining(["exact-answer", "guess-number", "tool-agent"]),
-      // test/setup/remote-env-host.ts configures these (REMOTE_ENVS)
-      remote: ["guess-number-remote", "remote-down"],
+      environments: expect.arrayContaining([
+        "exact-answer",
+        "guess-number",
+        "tool-agent",
+        "tool-agent-native",
+      ]),
+      // test/setup/remote-env-host.ts configures these (REMOTE_ENVS), in their order
+      remote: ["guess-number-remote", "tool-agent-native-remote", "remote-down"],
     });
   });
 });
