@@ -33,6 +33,8 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   // Who may do what: producers start groups, trainers take batches, readers read.
   .on("POST", "/v1/groups", authorize("producer"))
   .use("/v1/batches/*", authorize("trainer"))
+  // The trainer says which policy it trains: the run's version, its lag limit, a pause.
+  .on("POST", "/v1/runs/*", authorize("trainer"))
   .on("GET", "/v1/*", (c, next) => (FOLLOWED_PATHS.test(c.req.path) ? followers : readers)(c, next))
   .on("GET", ["/", "/groups/*", "/episodes/*"], tokenFromQuery, authorize("reader"))
   .get("/healthz", (c) => c.json({ ok: true }))

@@ -148,6 +148,21 @@ class EdgerollClient:
                 raise TimeoutError(f"group {group_id} is still {group['status']}")
             time.sleep(0.5)
 
+    def set_policy(
+        self, run_id: str, version: int, max_lag: int | None = None, paused: bool | None = None
+    ) -> dict[str, Any]:
+        """Asynchronous RL: the policy the trainer trains now (trainer role). Groups of the run
+        that name no policy_version take it; with max_lag, ones too far behind are refused."""
+        body: dict[str, Any] = {"version": version}
+        if max_lag is not None:
+            body["max_lag"] = max_lag
+        if paused is not None:
+            body["paused"] = paused
+        return self._request("POST", f"/v1/runs/{run_id}/policy", body)
+
+    def get_policy(self, run_id: str) -> dict[str, Any]:
+        return self._request("GET", f"/v1/runs/{run_id}/policy")
+
     def lease(self, **request: Any) -> Batch:
         """Leases whole scored groups; see the README's batch format. An empty batch is normal."""
         answer = self._request("POST", "/v1/batches/lease", request)

@@ -76,6 +76,9 @@ def main() -> int:
                 break
             time.sleep(0.5)
         policy_version += 1  # a real trainer pushes new weights to the inference host here
+        if args.run:
+            # Asynchronous RL: groups of the run started from now on take the new version.
+            client.set_policy(args.run, policy_version, max_lag=args.max_policy_lag)
     return 0
 
 

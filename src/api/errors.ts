@@ -16,6 +16,8 @@ export type ErrorCode =
   | "example_rejected"
   | "environment_unavailable"
   | "tokenizer_mismatch"
+  | "policy_version_regressed"
+  | "policy_too_stale"
   | "tokenizer_check_unavailable"
   | "idempotency_conflict"
   | "batch_settled"

@@ -2,6 +2,7 @@
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { configFrom } from "../config";
+import { readRunPolicy } from "../db/run-policies";
 import { checkSharedTokenizer } from "../distill/tokenizer-check";
 import { environmentsOf } from "../env-workers/environments";
 import {
@@ -13,7 +14,12 @@ import {
 import { RemoteEnvError } from "../environments/remote/client";
 import { rolloutGroup } from "../rollout/bindings";
 import { newGroupSpec } from "../rollout/group-ids";
-import { type StartGroupRequest, StartGroupRequestSchema } from "../rollout/group-spec";
+import {
+  type AskedGroupRequest,
+  type StartGroupRequest,
+  StartGroupRequestSchema,
+  withPolicyVersion,
+} from "../rollout/group-spec";
 import { episodeTools, errorMessage, openEpisode, type ToolDefinition, turnBudget } from "../sdk";
 import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
@@ -55,6 +61,27 @@ function checkNativeTools(request: StartGroupRequest, tools: readonly ToolDefini
     );
 }
 
+/**
+ * The request with the run's policy: a group that names no `policy_version` takes the run's
+ * current one; one that names a version more than the run's `max_lag` behind is refused, as
+ * its episodes would be stale before they start.
+ */
+async function withRunPolicy(db: D1Database, asked: AskedGroupRequest): Promise<StartGroupRequest> {
+  const policy = await readRunPolicy(db, asked.run_id);
+  const request = withPolicyVersion(asked, policy?.version ?? null);
+  if (
+    policy?.maxLag !== null &&
+    policy !== null &&
+    policy.version - request.policy_version > policy.maxLag
+  )
+    throw new ApiError(
+      409,
+      "policy_too_stale",
+      `policy_version: ${request.policy_version} is ${policy.version - request.policy_version} versions behind run "${asked.run_id}"'s ${policy.version}, more than its max_lag of ${policy.maxLag}`,
+    );
+  return request;
+}
+
 /** The environment must accept the example before anything is stored. */
 async function checkExample(request: StartGroupRequest, remote: RemoteEnvironments): Promise<void> {
   const env = loadEnvironment(request.env, remote);
@@ -87,7 +114,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
       if (!result.success) throw invalidRequest(result.error);
     }),
     async (c) => {
-      const request = c.req.valid("json");
+      const asked = c.req.valid("json");
       const key = c.req.header("idempotency-key") ?? null;
       if (key !== null && !IDEMPOTENCY_KEY.test(key)) {
         throw new ApiError(
@@ -96,6 +123,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
           "Idempotency-Key: 1 to 255 printable ASCII characters",
         );
       }
+      const request = await withRunPolicy(c.env.DB, asked);
       const remote = environmentsOf(c.env);
       checkEnvironment(request.env, remote);
       await checkExample(request, remote);
@@ -107,7 +135,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
         );
         if (!check.ok) throw new ApiError(check.status, check.code, check.message);
       }
-      const spec = await newGroupSpec(request, key);
+      const spec = await newGroupSpec(request, key, asked);
       const started = await rolloutGroup(c.env, spec.groupId).start(spec);
       if (started.outcome === "conflict") {
         throw new ApiError(

@@ -31,6 +31,21 @@ export type {
   TrainerGroup,
 } from "../views/responses";
 
+/** What `setPolicy` sends: the version, and optionally the lag limit and a pause. */
+export interface RunPolicyUpdate {
+  version: number;
+  max_lag?: number | null;
+  paused?: boolean;
+}
+
+export interface RunPolicyView {
+  run_id: string;
+  version: number;
+  max_lag: number | null;
+  paused: boolean;
+  updated_at: string;
+}
+
 export type StartGroupInput = z.input<typeof StartGroupRequestSchema>;
 export type LeaseInput = z.input<typeof LeaseRequestSchema>;
 
@@ -192,6 +207,19 @@ export class EdgerollClient {
   /** Groups of a run by status, from one query: cheaper than polling each group. */
   getRun(runId: string): Promise<RunProgress> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);
+  }
+
+  /**
+   * Asynchronous RL: tells edgeroll the policy the trainer trains now (the trainer role). Groups
+   * of the run that name no `policy_version` take it; with `max_lag`, groups that name one too
+   * far behind are refused.
+   */
+  setPolicy(runId: string, policy: RunPolicyUpdate): Promise<RunPolicyView> {
+    return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/policy`, policy);
+  }
+
+  getPolicy(runId: string): Promise<RunPolicyView> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}/policy`);
   }
 
   getEpisode(episodeId: string): Promise<EpisodeView> {

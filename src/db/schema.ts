@@ -195,3 +195,20 @@ export const batchGroups = sqliteTable(
     index("batch_groups_group").on(t.groupId),
   ],
 );
+
+/**
+ * Asynchronous RL: each run's policy as its trainer last set it (POST /v1/runs/:id/policy). A
+ * run without a row behaves as before: groups say their own `policy_version` (default 0).
+ */
+export const runPolicies = sqliteTable("run_policies", {
+  runId: text("run_id").primaryKey(),
+  /** The trainer's current policy version; it never goes down. */
+  version: integer("version").notNull(),
+  /** How far behind `version` a group's policy may be when it starts; null for no limit. */
+  maxLag: integer("max_lag"),
+  /** Weight sync in progress: new generations of the run wait. */
+  paused: integer("paused", { mode: "boolean" }).notNull().default(false),
+  updatedAt: text("updated_at").notNull(),
+  /** The principal (token digest prefix) that set it. */
+  updatedBy: text("updated_by"),
+});

@@ -38,15 +38,20 @@ export function isGroupId(id: string): boolean {
   return GROUP_ID.test(id);
 }
 
-/** The spec a group is started with: its id, its request and that request's fingerprint. */
+/**
+ * The spec a group is started with: its id, its request and that request's fingerprint. The
+ * fingerprint is of what the caller asked (`asked`), before edgeroll filled anything in (the
+ * run's policy version), so a retried POST matches whatever the run did meanwhile.
+ */
 export async function newGroupSpec(
   request: StartGroupRequest,
   idempotencyKey: string | null,
+  asked: unknown = request,
 ): Promise<GroupSpec> {
   return {
     groupId: await newGroupId(idempotencyKey),
     request,
-    requestHash: await requestHash(request),
+    requestHash: await requestHash(asked),
     idempotencyKey,
     createdAt: new Date().toISOString(),
   };

@@ -30,12 +30,13 @@ export const StartGroupRequestSchema = z
       .string()
       .regex(/^[A-Za-z0-9][\w.:-]{0,127}$/, "letters, digits and . _ : - only, at most 128")
       .default("default"),
+    /** The policy that samples the group; by default the run's (POST /v1/runs/:id/policy), else 0. */
     policy_version: z
       .number()
       .int()
       .min(0)
       .max(2 ** 31 - 1)
-      .default(0),
+      .optional(),
     credit_assignment: z.enum(["per_episode", "per_turn"]).default("per_episode"),
     advantage: z.enum(["mean", "mean_std"]).default("mean"),
     sampling: SamplingSchema,
@@ -85,7 +86,21 @@ export const StartGroupRequestSchema = z
   .transform((r) =>
     r.algorithm === "opd" || r.generation === "tokens" ? { ...r, tokens: "required" as const } : r,
   );
-export type StartGroupRequest = z.infer<typeof StartGroupRequestSchema>;
+/** What a caller asked for, validated; `policy_version` may still be the run's to fill in. */
+export type AskedGroupRequest = z.infer<typeof StartGroupRequestSchema>;
+
+/** A group's request as it runs: every default filled in, its policy version known. */
+export type StartGroupRequest = Omit<AskedGroupRequest, "policy_version"> & {
+  policy_version: number;
+};
+
+/** The request with its policy version: the one asked for, else the run's, else 0. */
+export function withPolicyVersion(
+  asked: AskedGroupRequest,
+  runVersion: number | null = null,
+): StartGroupRequest {
+  return { ...asked, policy_version: asked.policy_version ?? runVersion ?? 0 };
+}
 
 export interface GroupSpec {
   groupId: string;

@@ -29,6 +29,8 @@ describe("access by role", () => {
     ["/v1/groups", post(group), ["producer"]],
     ["/v1/batches/lease", post({ max_groups: 1 }), ["trainer"]],
     ["/v1/batches/b_x/ack", post({}), ["trainer"]],
+    ["/v1/runs/access/policy", post({ version: 1 }), ["trainer"]],
+    ["/v1/runs/access/policy", {}, ["reader"]],
     // A producer follows what it starts: a group's status and its run's progress.
     ["/v1/groups/g_00000000000000000000000", {}, ["reader", "producer"]],
     ["/v1/runs/access", {}, ["reader", "producer"]],

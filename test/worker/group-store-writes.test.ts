@@ -4,7 +4,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { newGroupSpec } from "../../src/rollout/group-ids";
-import { StartGroupRequestSchema } from "../../src/rollout/group-spec";
+import { StartGroupRequestSchema, withPolicyVersion } from "../../src/rollout/group-spec";
 import { GroupStore } from "../../src/rollout/group-store";
 import { type ChatMessage, sampledMessage } from "../../src/sdk";
 
@@ -20,13 +20,13 @@ const STATS = {
 async function withOpenedEpisode(
   body: (store: GroupStore, storage: DurableObjectStorage) => void,
 ): Promise<void> {
-  const request = StartGroupRequestSchema.parse({
+  const request = withPolicyVersion(StartGroupRequestSchema.parse({
     env: "guess-number",
     example: { id: "writes", input: "Find the number.", metadata: { secret: 7 } },
     group_size: 1,
     run_id: "writes",
     sampling: { model: "sim" },
-  });
+  }));
   const spec = await newGroupSpec(request, null);
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
   await runInDurableObject(stub, (_instance, state) => {

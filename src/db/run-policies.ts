@@ -1,0 +1,58 @@
+/**
+ * Asynchronous RL: a run's policy as its trainer sets it, in D1 (`run_policies`), so SQL sees it
+ * and every API isolate reads the same. The version only moves forward: a trainer that restarts
+ * from an older checkpoint says so with a new run, not by rewinding this one.
+ */
+import { eq } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { runPolicies } from "./schema";
+
+export type RunPolicy = typeof runPolicies.$inferSelect;
+
+export async function readRunPolicy(db: D1Database, runId: string): Promise<RunPolicy | null> {
+  return (
+    (await drizzle(db).select().from(runPolicies).where(eq(runPolicies.runId, runId)).get()) ?? null
+  );
+}
+
+export interface PolicyUpdate {
+  version: number;
+  /** Absent: keep the run's; null: no limit. */
+  maxLag?: number | null | undefined;
+  /** Absent: keep the run's. */
+  paused?: boolean | undefined;
+}
+
+/** The run's policy after the update, or the newer one that made it a regression. */
+export async function setRunPolicy(
+  db: D1Database,
+  runId: string,
+  update: PolicyUpdate,
+  principal: string,
+): Promise<{ ok: true; policy: RunPolicy } | { ok: false; current: RunPolicy }> {
+  const current = await readRunPolicy(db, runId);
+  if (current !== null && update.version < current.version) return { ok: false, current };
+  const next: RunPolicy = {
+    runId,
+    version: update.version,
+    maxLag: update.maxLag === undefined ? (current?.maxLag ?? null) : update.maxLag,
+    paused: update.paused ?? current?.paused ?? false,
+    updatedAt: new Date().toISOString(),
+    updatedBy: principal,
+  };
+  // Conditional on the version still not being ahead: a concurrent, newer update wins.
+  const written = await db
+    .prepare(
+      `INSERT INTO run_policies (run_id, version, max_lag, paused, updated_at, updated_by)
+       VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, max_lag = excluded.max_lag,
+         paused = excluded.paused, updated_at = excluded.updated_at, updated_by = excluded.updated_by
+       WHERE excluded.version >= run_policies.version
+       RETURNING run_id`,
+    )
+    .bind(runId, next.version, next.maxLag, next.paused ? 1 : 0, next.updatedAt, principal)
+    .first();
+  if (written === null)
+    return { ok: false, current: (await readRunPolicy(db, runId)) as RunPolicy };
+  return { ok: true, policy: next };
+}

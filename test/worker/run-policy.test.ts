@@ -1,0 +1,98 @@
+// Asynchronous RL, the run's policy (issue 20, first part): the trainer sets the run's version,
+// groups that name none take it, a group that names one too far behind is refused, and the
+// version only moves forward.
+import { describe, expect, it } from "vitest";
+import {
+  api,
+  guessExample,
+  type Json,
+  postGroup,
+  startGroup,
+  TOKENS,
+  waitForGroup,
+} from "./helpers";
+import { d1 } from "./token-helpers";
+
+const setPolicy = (run: string, body: object, token = TOKENS.trainer) =>
+  api(`/v1/runs/${run}/policy`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+
+const group = (run: string, extra: object = {}) => ({
+  env: "guess-number",
+  example: guessExample(`${run}-1`, 40),
+  group_size: 1,
+  run_id: run,
+  sampling: { model: "sim", temperature: 0 },
+  ...extra,
+});
+
+describe("a run's policy", () => {
+  it("is set by the trainer, read by anyone with the reader role, and visible in SQL", async () => {
+    expect((await api("/v1/runs/rp-read/policy")).status).toBe(404);
+    const set = await setPolicy("rp-read", { version: 3, max_lag: 1 });
+    expect(set.status).toBe(200);
+    expect(await set.json()).toMatchObject({
+      run_id: "rp-read",
+      version: 3,
+      max_lag: 1,
+      paused: false,
+    });
+    const read = await api("/v1/runs/rp-read/policy", {
+      headers: { authorization: `Bearer ${TOKENS.reader}` },
+    });
+    expect(await read.json()).toMatchObject({ version: 3, max_lag: 1 });
+    // A producer cannot move the trainer's policy.
+    expect((await setPolicy("rp-read", { version: 4 }, TOKENS.producer)).status).toBe(403);
+    expect(
+      await d1("SELECT version, max_lag, paused FROM run_policies WHERE run_id = 'rp-read'"),
+    ).toEqual([{ version: 3, max_lag: 1, paused: 0 }]);
+  });
+
+  it("gives groups that name no policy_version the run's, and keeps a named one", async () => {
+    await setPolicy("rp-default", { version: 7 });
+    const taken = await waitForGroup(await startGroup(group("rp-default")));
+    expect(taken.policy_version).toBe(7);
+    const named = await waitForGroup(
+      await startGroup(
+        group("rp-default", { policy_version: 6, example: guessExample("rp-2", 41) }),
+      ),
+    );
+    expect(named.policy_version).toBe(6);
+    // A run that never set one behaves as before.
+    const plain = await waitForGroup(await startGroup(group("rp-none")));
+    expect(plain.policy_version).toBe(0);
+  });
+
+  it("refuses a group that would start more than max_lag behind, storing nothing", async () => {
+    await setPolicy("rp-stale", { version: 10, max_lag: 2 });
+    const response = await postGroup(group("rp-stale", { policy_version: 7 }));
+    expect(response.status).toBe(409);
+    const body: Json = await response.json();
+    expect(body.error.code).toBe("policy_too_stale");
+    expect(body.error.message).toMatch(
+      /^policy_version: 7 is 3 versions behind run "rp-stale"'s 10, more than its max_lag of 2/,
+    );
+    expect(await d1("SELECT id FROM groups WHERE run_id = 'rp-stale'")).toEqual([]);
+    expect((await postGroup(group("rp-stale", { policy_version: 8 }))).status).toBe(202);
+  });
+
+  it("only moves forward, and keeps max_lag and paused unless told", async () => {
+    await setPolicy("rp-forward", { version: 5, max_lag: 3, paused: true });
+    const back = await setPolicy("rp-forward", { version: 4 });
+    expect(back.status).toBe(409);
+    expect(((await back.json()) as Json).error.code).toBe("policy_version_regressed");
+    const next = await setPolicy("rp-forward", { version: 6 });
+    expect(await next.json()).toMatchObject({ version: 6, max_lag: 3, paused: true });
+    const lifted = await setPolicy("rp-forward", { version: 6, max_lag: null, paused: false });
+    expect(await lifted.json()).toMatchObject({ version: 6, max_lag: null, paused: false });
+  });
+
+  it("refuses a body that is not a policy, naming the field", async () => {
+    const response = await setPolicy("rp-bad", { version: -1 });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as Json).error.message).toMatch(/^version/);
+  });
+});
