@@ -35,14 +35,16 @@ const REPLY_TOKENS = 14;
 const ids = (n: number, from: number) => Int32Array.from({ length: n }, (_, i) => from + i);
 
 async function scoredGroup(runId: string, i: number, withTokens: boolean): Promise<string> {
-  const request = withPolicyVersion(StartGroupRequestSchema.parse({
-    env: "marathon",
-    example: { id: `bench-${i}`, input: "Walk.", metadata: { turns: TURNS } },
-    group_size: SIZE,
-    run_id: runId,
-    tokens: withTokens ? "auto" : "off",
-    sampling: { model: "sim" },
-  }));
+  const request = withPolicyVersion(
+    StartGroupRequestSchema.parse({
+      env: "marathon",
+      example: { id: `bench-${i}`, input: "Walk.", metadata: { turns: TURNS } },
+      group_size: SIZE,
+      run_id: runId,
+      tokens: withTokens ? "auto" : "off",
+      sampling: { model: "sim" },
+    }),
+  );
   const spec = await newGroupSpec(request, null);
   // As in production, the group's `running` row is in D1 from its start; landing completes it.
   await registerGroup(env.DB, spec);

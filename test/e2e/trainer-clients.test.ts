@@ -237,6 +237,11 @@ describe("against wrangler dev", () => {
       /step 0: batch b_\w+ acked, (\d+) sampled tokens/.exec(result.stdout)?.[1],
     );
     expect(tokens).toBeGreaterThan(0);
+    // After each step it told edgeroll the run's new policy version.
+    const policy = await fetch(`${stack.apiUrl}/v1/runs/python/policy`, {
+      headers: { authorization: `Bearer ${stack.tokens.reader}` },
+    });
+    expect(await policy.json()).toMatchObject({ run_id: "python", version: 2, max_lag: 2 });
     console.log(result.stdout);
   }, 90_000);
 });

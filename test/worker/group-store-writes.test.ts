@@ -20,13 +20,15 @@ const STATS = {
 async function withOpenedEpisode(
   body: (store: GroupStore, storage: DurableObjectStorage) => void,
 ): Promise<void> {
-  const request = withPolicyVersion(StartGroupRequestSchema.parse({
-    env: "guess-number",
-    example: { id: "writes", input: "Find the number.", metadata: { secret: 7 } },
-    group_size: 1,
-    run_id: "writes",
-    sampling: { model: "sim" },
-  }));
+  const request = withPolicyVersion(
+    StartGroupRequestSchema.parse({
+      env: "guess-number",
+      example: { id: "writes", input: "Find the number.", metadata: { secret: 7 } },
+      group_size: 1,
+      run_id: "writes",
+      sampling: { model: "sim" },
+    }),
+  );
   const spec = await newGroupSpec(request, null);
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
   await runInDurableObject(stub, (_instance, state) => {
