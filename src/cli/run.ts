@@ -23,7 +23,8 @@ export interface RunFlags {
   maxCompletionTokens?: string;
   maxContextTokens?: string;
   seed?: string;
-  policyVersion: string;
+  /** Absent: the run's current version (POST /v1/runs/:id/policy), else 0. */
+  policyVersion?: string;
   creditAssignment: string;
   tokens: string;
   generation: string;
@@ -98,7 +99,9 @@ export async function run(flags: RunFlags): Promise<void> {
     runId,
     concurrency: int("concurrency", flags.concurrency, 1, 1024),
     request: {
-      policy_version: int("policy-version", flags.policyVersion, 0, 2 ** 31 - 1),
+      ...(flags.policyVersion === undefined
+        ? {}
+        : { policy_version: int("policy-version", flags.policyVersion, 0, 2 ** 31 - 1) }),
       credit_assignment: flags.creditAssignment as "per_episode" | "per_turn",
       tokens: flags.tokens as "auto" | "required" | "off",
       generation: flags.generation as "chat" | "tokens",
