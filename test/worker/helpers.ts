@@ -82,3 +82,20 @@ export const guessExample = (id: string, secret: number) => ({
 export function groupStub(id: string) {
   return env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(id));
 }
+
+/** The first example of the tool-agent datasets (text and native): a refund for Ana Ruiz. */
+export const SUPPORT_EXAMPLE = {
+  id: "ta-001",
+  input:
+    "Hello, Ana Ruiz here (ana.ruiz@example.com, ZIP 94107). My wireless headphones arrived broken. I'd like a refund, please.",
+  metadata: {
+    customer: { name: "Ana Ruiz", email: "ana.ruiz@example.com", zip: "94107" },
+    orders: [
+      { id: "A1010", item: "running shoes", status: "shipped", total: 21.39 },
+      { id: "A1011", item: "yoga mat", status: "processing", total: 100.64 },
+      { id: "A1012", item: "wireless headphones", status: "delivered", total: 71.53 },
+    ],
+    goal: { tool: "refund_order", order_id: "A1012" },
+    max_calls: 6,
+  },
+};

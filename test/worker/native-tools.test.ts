@@ -5,23 +5,18 @@
 import { describe, expect, it } from "vitest";
 import { END } from "../../src/rollout/outcomes";
 import { detokenize } from "../../src/sim/chat-template";
-import { api, getEpisode, type Json, postGroup, startGroup, waitForGroup } from "./helpers";
+import {
+  api,
+  getEpisode,
+  type Json,
+  postGroup,
+  SUPPORT_EXAMPLE,
+  startGroup,
+  waitForGroup,
+} from "./helpers";
 import { answersOf, d1, lease } from "./token-helpers";
 
-const EXAMPLE = {
-  id: "native-1",
-  input:
-    "Hello, Ana Ruiz here (ana.ruiz@example.com, ZIP 94107). My wireless headphones arrived broken. I'd like a refund, please.",
-  metadata: {
-    customer: { name: "Ana Ruiz", email: "ana.ruiz@example.com", zip: "94107" },
-    orders: [
-      { id: "A1010", item: "running shoes", status: "shipped", total: 21.39 },
-      { id: "A1012", item: "wireless headphones", status: "delivered", total: 71.53 },
-    ],
-    goal: { tool: "refund_order", order_id: "A1012" },
-    max_calls: 6,
-  },
-};
+const EXAMPLE = { ...SUPPORT_EXAMPLE, id: "native-1" };
 
 /** Every action's calls, each followed by its tool messages in the calls' order. */
 function expectEveryCallAnswered(messages: Json[]) {

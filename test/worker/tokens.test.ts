@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { END } from "../../src/rollout/outcomes";
 import { decodeTokenObject, tokenObjectKey } from "../../src/tokens/token-object";
-import { api, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
+import { api, guessExample, type Json, SUPPORT_EXAMPLE, startGroup, waitForGroup } from "./helpers";
 import {
   answersOf,
   d1,
@@ -15,23 +15,6 @@ import {
   type HostAnswer,
   lease,
 } from "./token-helpers";
-
-/** The first tool-agent example of the dataset. */
-const TOOL_EXAMPLE = {
-  id: "ta-001",
-  input:
-    "Hello, Ana Ruiz here (ana.ruiz@example.com, ZIP 94107). My wireless headphones arrived broken. I'd like a refund, please.",
-  metadata: {
-    customer: { name: "Ana Ruiz", email: "ana.ruiz@example.com", zip: "94107" },
-    orders: [
-      { id: "A1010", item: "running shoes", status: "shipped", total: 21.39 },
-      { id: "A1011", item: "yoga mat", status: "processing", total: 100.64 },
-      { id: "A1012", item: "wireless headphones", status: "delivered", total: 71.53 },
-    ],
-    goal: { tool: "refund_order", order_id: "A1012" },
-    max_calls: 6,
-  },
-};
 
 describe("token-exact episodes", () => {
   it("serve exactly the ids and logprobs the host sent, turn by turn, in one sample", async () => {
@@ -298,7 +281,7 @@ describe("token-exact episodes", () => {
     const native = "sim+native+record";
     const tools = await startGroup({
       env: "tool-agent",
-      example: { ...TOOL_EXAMPLE, id: "tok-native" },
+      example: { ...SUPPORT_EXAMPLE, id: "tok-native" },
       group_size: 1,
       run_id: "tok-native",
       sampling: { model: native, temperature: 0, seed: 6 },
