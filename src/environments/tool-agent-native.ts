@@ -15,7 +15,7 @@ import {
   type TaskExample,
   type ToolDefinition,
 } from "../sdk";
-import { type ActionCall, storeOf, TOOLS, ToolAgent, taskOf } from "./tool-agent";
+import { type ActionCall, goldPlan, storeOf, TOOLS, ToolAgent, taskOf } from "./tool-agent";
 
 const DESCRIPTIONS: Record<keyof typeof TOOLS, string> = {
   verify_identity: "Confirm who the customer is; required before anything else.",
@@ -109,17 +109,7 @@ export class ToolAgentNative extends ToolAgent {
 
   /** The gold conversation, with native calls: authenticate, look up, resolve, then tell. */
   override sftCompletion(example: TaskExample): Promise<ChatMessage[]> {
-    const { customer, goal } = taskOf(example);
-    const args =
-      goal.tool === "refund_order"
-        ? { order_id: goal.order_id, reason: "customer request" }
-        : { order_id: goal.order_id };
-    const calls: [string, object][] = [
-      ["verify_identity", { email: customer.email, zip: customer.zip }],
-      ["list_orders", {}],
-      [goal.tool, args],
-    ];
-    const done = `All done, ${customer.name}: order ${goal.order_id} is ${goal.tool === "refund_order" ? "refunded" : "cancelled"}.`;
+    const { calls, reply: done } = goldPlan(taskOf(example));
     return goldTranscript(this, example, (_messages, turn) => {
       const call = calls[turn.index];
       if (call === undefined) return done;

@@ -208,6 +208,29 @@ export function gradeSupport(task: SupportTask, calls: readonly CallRecord[]) {
   return { score: Math.round(score * 1000) / 1000, behaviours };
 }
 
+/**
+ * What a perfect agent does, whatever the wire its calls take: authenticate, look the orders
+ * up, resolve, then tell the customer.
+ */
+export function goldPlan(task: SupportTask): {
+  calls: [keyof typeof TOOLS, Record<string, unknown>][];
+  reply: string;
+} {
+  const { customer, goal } = task;
+  const args =
+    goal.tool === "refund_order"
+      ? { order_id: goal.order_id, reason: "customer request" }
+      : { order_id: goal.order_id };
+  return {
+    calls: [
+      ["verify_identity", { email: customer.email, zip: customer.zip }],
+      ["list_orders", {}],
+      [goal.tool, args],
+    ],
+    reply: `All done, ${customer.name}: order ${goal.order_id} is ${goal.tool === "refund_order" ? "refunded" : "cancelled"}.`,
+  };
+}
+
 function toolCall(name: keyof typeof TOOLS, args: Record<string, unknown>): string {
   return `<tool_call>${JSON.stringify({ name, arguments: args })}</tool_call>`;
 }
@@ -276,17 +299,8 @@ export class ToolAgent extends EnvironmentMultiTurn {
 
   /** The gold conversation: authenticate, look the orders up, resolve, then tell the customer. */
   override sftCompletion(example: TaskExample): Promise<ChatMessage[]> {
-    const { customer, goal } = taskOf(example);
-    const args =
-      goal.tool === "refund_order"
-        ? { order_id: goal.order_id, reason: "customer request" }
-        : { order_id: goal.order_id };
-    const actions = [
-      toolCall("verify_identity", { email: customer.email, zip: customer.zip }),
-      toolCall("list_orders", {}),
-      toolCall(goal.tool, args),
-      `All done, ${customer.name}: order ${goal.order_id} is ${goal.tool === "refund_order" ? "refunded" : "cancelled"}.`,
-    ];
+    const { calls, reply } = goldPlan(taskOf(example));
+    const actions = [...calls.map(([name, args]) => toolCall(name, args)), reply];
     return goldTranscript(this, example, (_messages, turn) => actions[turn.index] ?? "");
   }
 }
