@@ -70,8 +70,8 @@ async function withRunPolicy(db: D1Database, asked: AskedGroupRequest): Promise<
   const policy = await readRunPolicy(db, asked.run_id);
   const request = withPolicyVersion(asked, policy?.version ?? null);
   if (
-    policy?.maxLag !== null &&
     policy !== null &&
+    policy.maxLag !== null &&
     policy.version - request.policy_version > policy.maxLag
   )
     throw new ApiError(

@@ -44,6 +44,7 @@ function whyNot(outcome: Exclude<CallOutcome<unknown>, { kind: "ok" }>, timeoutS
 async function scoreEpisode(pass: TeacherPass, idx: number): Promise<string | null> {
   const { config, tokens } = pass;
   const turns = tokens.turns(idx);
+  if (turns.length === 0) return null; // nothing sampled: nothing to score
   const byTurn = new Map<number, Float32Array>();
   for (const sample of episodeSamples(turns, () => 0)) {
     const outcome = await teacherLogprobs(
@@ -65,11 +66,9 @@ async function scoreEpisode(pass: TeacherPass, idx: number): Promise<string | nu
 
 /** Scores every candidate not scored yet; returns why each one that could not be failed. */
 export async function teachEpisodes(pass: TeacherPass): Promise<Map<number, string>> {
+  // Each episode's arrays are read once, when it is scored.
   const waiting = pass.candidates.filter(
-    (idx) =>
-      pass.tokens.mode(idx) === "exact" &&
-      pass.tokens.turns(idx).length > 0 &&
-      !pass.tokens.teacherScored(idx),
+    (idx) => pass.tokens.mode(idx) === "exact" && !pass.tokens.teacherScored(idx),
   );
   const failures = new Map<number, string>();
   await pMap(
