@@ -2,7 +2,7 @@
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { configFrom } from "../config";
-import { readRunPolicy } from "../db/run-policies";
+import { type KnownPolicy, knownPolicy, readRunPolicy } from "../db/run-policies";
 import { checkSharedTokenizer } from "../distill/tokenizer-check";
 import { environmentsOf } from "../env-workers/environments";
 import {
@@ -66,7 +66,10 @@ function checkNativeTools(request: StartGroupRequest, tools: readonly ToolDefini
  * current one; one that names a version more than the run's `max_lag` behind is refused, as
  * its episodes would be stale before they start.
  */
-async function withRunPolicy(db: D1Database, asked: AskedGroupRequest): Promise<StartGroupRequest> {
+async function withRunPolicy(
+  db: D1Database,
+  asked: AskedGroupRequest,
+): Promise<{ request: StartGroupRequest; policy: KnownPolicy | null }> {
   const policy = await readRunPolicy(db, asked.run_id);
   const request = withPolicyVersion(asked, policy?.version ?? null);
   if (
@@ -79,7 +82,7 @@ async function withRunPolicy(db: D1Database, asked: AskedGroupRequest): Promise<
       "policy_too_stale",
       `policy_version: ${request.policy_version} is ${policy.version - request.policy_version} versions behind run "${asked.run_id}"'s ${policy.version}, more than its max_lag of ${policy.maxLag}`,
     );
-  return request;
+  return { request, policy: policy === null ? null : knownPolicy(policy) };
 }
 
 /** The environment must accept the example before anything is stored. */
@@ -123,7 +126,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
           "Idempotency-Key: 1 to 255 printable ASCII characters",
         );
       }
-      const request = await withRunPolicy(c.env.DB, asked);
+      const { request, policy } = await withRunPolicy(c.env.DB, asked);
       const remote = environmentsOf(c.env);
       checkEnvironment(request.env, remote);
       await checkExample(request, remote);
@@ -136,7 +139,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
         if (!check.ok) throw new ApiError(check.status, check.code, check.message);
       }
       const spec = await newGroupSpec(request, key, asked);
-      const started = await rolloutGroup(c.env, spec.groupId).start(spec);
+      const started = await rolloutGroup(c.env, spec.groupId).start(spec, policy);
       if (started.outcome === "conflict") {
         throw new ApiError(
           409,

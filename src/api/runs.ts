@@ -1,10 +1,18 @@
 /** A run's progress at a glance, and its policy: what the trainer says it is training now. */
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
+import pMap from "p-map";
 import { z } from "zod";
-import { runProgress } from "../db/queries";
-import { type RunPolicy, readRunPolicy, setRunPolicy } from "../db/run-policies";
-import { runProgressView } from "../views/responses";
+import { runPacing, runProgress } from "../db/queries";
+import {
+  knownPolicy,
+  type RunPolicy,
+  readRunPolicy,
+  runningGroupIds,
+  setRunPolicy,
+} from "../db/run-policies";
+import { rolloutGroup } from "../rollout/bindings";
+import { policyView, runProgressView } from "../views/responses";
 import type { AuthVariables } from "./auth";
 import { ApiError, invalidRequest } from "./errors";
 
@@ -19,20 +27,40 @@ const PolicyRequestSchema = z.strictObject({
   paused: z.boolean().optional(),
 });
 
-function policyView(policy: RunPolicy) {
-  return {
-    run_id: policy.runId,
-    version: policy.version,
-    max_lag: policy.maxLag,
-    paused: policy.paused,
-    updated_at: policy.updatedAt,
-  };
+/** Group objects told of a change at once; a run's running groups can be many. */
+const PUSH_CONCURRENCY = 16;
+
+/**
+ * Tells each running group of the run about the change before answering, so that once the POST
+ * returns a pause holds every new generation and a bump is what the next turns record. A group
+ * that cannot be reached (it is restarting) reads the policy on its next heartbeat instead.
+ */
+async function pushToRunningGroups(env: Env, policy: RunPolicy): Promise<number> {
+  const ids = await runningGroupIds(env.DB, policy.runId);
+  const known = knownPolicy(policy);
+  const told = await pMap(
+    ids,
+    (id) =>
+      rolloutGroup(env, id)
+        .policyChanged(known)
+        .then(
+          () => true,
+          () => false,
+        ),
+    { concurrency: PUSH_CONCURRENCY },
+  );
+  return told.filter(Boolean).length;
 }
 
 export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .get("/runs/:id", async (c) => {
     const id = c.req.param("id");
-    return c.json(runProgressView(id, await runProgress(c.env.DB, id)));
+    const [progress, pacing, policy] = await Promise.all([
+      runProgress(c.env.DB, id),
+      runPacing(c.env.DB, id),
+      readRunPolicy(c.env.DB, id),
+    ]);
+    return c.json(runProgressView(id, progress, pacing, policy));
   })
   .get("/runs/:id/policy", async (c) => {
     const id = c.req.param("id");
@@ -65,6 +93,7 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
           "policy_version_regressed",
           `version: run "${id}" is at policy version ${set.current.version}; a run's version only moves forward (start a new run to train from an older checkpoint)`,
         );
-      return c.json(policyView(set.policy));
+      const notified = await pushToRunningGroups(c.env, set.policy);
+      return c.json({ ...policyView(set.policy), groups_notified: notified });
     },
   );

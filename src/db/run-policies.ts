@@ -9,6 +9,27 @@ import { runPolicies } from "./schema";
 
 export type RunPolicy = typeof runPolicies.$inferSelect;
 
+/** What a running group needs of its run's policy; `revision` orders updates. */
+export type KnownPolicy = Pick<RunPolicy, "version" | "maxLag" | "paused" | "revision">;
+
+export function knownPolicy(policy: RunPolicy): KnownPolicy {
+  return {
+    version: policy.version,
+    maxLag: policy.maxLag,
+    paused: policy.paused,
+    revision: policy.revision,
+  };
+}
+
+/** The run's groups still in flight, which a policy change must reach. */
+export async function runningGroupIds(db: D1Database, runId: string): Promise<string[]> {
+  const rows = await db
+    .prepare("SELECT id FROM groups WHERE run_id = ? AND status = 'running'")
+    .bind(runId)
+    .all<{ id: string }>();
+  return rows.results.map((r) => r.id);
+}
+
 export async function readRunPolicy(db: D1Database, runId: string): Promise<RunPolicy | null> {
   return (
     (await drizzle(db).select().from(runPolicies).where(eq(runPolicies.runId, runId)).get()) ?? null
@@ -39,20 +60,23 @@ export async function setRunPolicy(
     paused: update.paused ?? current?.paused ?? false,
     updatedAt: new Date().toISOString(),
     updatedBy: principal,
+    revision: (current?.revision ?? 0) + 1,
   };
   // Conditional on the version still not being ahead: a concurrent, newer update wins.
   const written = await db
     .prepare(
-      `INSERT INTO run_policies (run_id, version, max_lag, paused, updated_at, updated_by)
-       VALUES (?, ?, ?, ?, ?, ?)
+      `INSERT INTO run_policies (run_id, version, max_lag, paused, updated_at, updated_by, revision)
+       VALUES (?, ?, ?, ?, ?, ?, 1)
        ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, max_lag = excluded.max_lag,
-         paused = excluded.paused, updated_at = excluded.updated_at, updated_by = excluded.updated_by
+         paused = excluded.paused, updated_at = excluded.updated_at, updated_by = excluded.updated_by,
+         revision = run_policies.revision + 1
        WHERE excluded.version >= run_policies.version
-       RETURNING run_id`,
+       RETURNING revision`,
     )
     .bind(runId, next.version, next.maxLag, next.paused ? 1 : 0, next.updatedAt, principal)
-    .first();
+    .first<{ revision: number }>();
   if (written === null)
     return { ok: false, current: (await readRunPolicy(db, runId)) as RunPolicy };
-  return { ok: true, policy: next };
+  // The database's count, not ours: a concurrent update may have come between.
+  return { ok: true, policy: { ...next, revision: written.revision } };
 }

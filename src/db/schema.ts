@@ -12,7 +12,15 @@ export const groups = sqliteTable(
     env: text("env").notNull(),
     exampleId: text("example_id").notNull(),
     example: text("example", { mode: "json" }).$type<TaskExample>().notNull(),
+    /** The version the group started at: the one asked for, else the run's (run_policies). */
     policyVersion: integer("policy_version").notNull(),
+    /**
+     * The policy span: the lowest and highest run version any of its turns was sampled at (each
+     * turn records the run's version when its generation was sent). Null until it lands, and
+     * for a group that sampled nothing. Leases filter on the lowest, else `policy_version`.
+     */
+    policyVersionMin: integer("policy_version_min"),
+    policyVersionMax: integer("policy_version_max"),
     groupSize: integer("group_size").notNull(),
     /** `running` | `scoring` | `landed` | `failed`. */
     status: text("status").notNull(),
@@ -67,6 +75,8 @@ export const groups = sqliteTable(
     index("groups_created").on(t.createdAt),
     index("groups_delivery").on(t.status, t.deliveryState, t.finishedAt),
     index("groups_lease").on(t.leaseId),
+    // A policy change finds the run's running groups; pacing counts its unleased ones.
+    index("groups_run_status").on(t.runId, t.status, t.deliveryState),
   ],
 );
 
@@ -80,6 +90,9 @@ export const episodes = sqliteTable(
     env: text("env").notNull(),
     exampleId: text("example_id").notNull(),
     policyVersion: integer("policy_version").notNull(),
+    /** The episode's policy span: the lowest and highest version its turns were sampled at. */
+    policyVersionMin: integer("policy_version_min"),
+    policyVersionMax: integer("policy_version_max"),
     /** `completed` | `truncated` | `failed`. */
     status: text("status").notNull(),
     /** How it ended: `done`, `max_turns`, `context_length`, `context_budget`, or the failure. */
@@ -164,6 +177,8 @@ export const messages = sqliteTable(
     newPromptTokens: integer("new_prompt_tokens"),
     /** Its prompt did not start with the previous turn's prompt + completion. */
     prefixBreak: integer("prefix_break", { mode: "boolean" }),
+    /** On sampled turns: the run's policy version when the generation was sent. */
+    policyVersion: integer("policy_version"),
   },
   // No index on group_id: messages are read by episode (the primary key), and every index is
   // paid for on each of the many rows a landing writes.
@@ -208,6 +223,11 @@ export const runPolicies = sqliteTable("run_policies", {
   maxLag: integer("max_lag"),
   /** Weight sync in progress: new generations of the run wait. */
   paused: integer("paused", { mode: "boolean" }).notNull().default(false),
+  /**
+   * Counts every update: a group told of two updates in either order keeps the later one, even
+   * when both name the same version (a pause, then its resume).
+   */
+  revision: integer("revision").notNull().default(1),
   updatedAt: text("updated_at").notNull(),
   /** The principal (token digest prefix) that set it. */
   updatedBy: text("updated_by"),

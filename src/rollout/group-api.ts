@@ -1,12 +1,15 @@
 /** What the Worker calls on a group's object, and what it answers (bindings.ts hands out the stub). */
+import type { KnownPolicy } from "../db/run-policies";
 import type { GroupSpec } from "./group-spec";
 import type { EndReason, EpisodeState, FailureReason } from "./outcomes";
 
 export type StartResult = { outcome: "created" | "existing" } | { outcome: "conflict" };
 
 export interface RolloutGroupApi {
-  start(spec: GroupSpec): Promise<StartResult>;
+  start(spec: GroupSpec, runPolicy?: KnownPolicy | null): Promise<StartResult>;
   status(): Promise<LiveGroupStatus | null>;
+  /** The run's policy changed: follow it (resume, or cancel a group gone stale). */
+  policyChanged(policy: KnownPolicy): Promise<void>;
 }
 
 /**
@@ -34,4 +37,8 @@ export interface LiveGroupStatus {
   warnings: string[];
   episodes: LiveEpisode[];
   lastError: string | null;
+  /** The versions its generations were sent at so far (nulls before the first). */
+  policySpan: { min: number | null; max: number | null };
+  /** Its run is paused for a weight sync: new generations wait. */
+  paused: boolean;
 }

@@ -7,6 +7,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
+import { type KnownPolicy, knownPolicy, readRunPolicy } from "../db/run-policies";
 import { teachEpisodes } from "../distill/teacher-scoring";
 import { errorMessage } from "../sdk";
 import { TokenStore } from "../tokens/token-store";
@@ -19,6 +20,7 @@ import { type GenerationRow, GroupStore } from "./group-store";
 import { type LandingOutcome, landGroup, landingPayload } from "./landing";
 import { END, failed, TERMINAL_STATES } from "./outcomes";
 import { groupPermits } from "./permits";
+import { PolicyWatch, staleness } from "./policy-watch";
 import { knownGroupHash, registerGroup } from "./registration";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
 import { storeTokenObject, tokenLanding } from "./token-landing";
@@ -40,6 +42,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
   private readonly store = new GroupStore(this.ctx.storage);
   private readonly tokens = new TokenStore(this.ctx.storage);
   private readonly toolStore = new EpisodeToolStore(this.ctx.storage.sql);
+  private readonly policy = new PolicyWatch(this.ctx.storage.sql);
   private readonly config = configFrom(this.env);
   private readonly drivers = new Map<number, Promise<void>>();
   private runtime: GroupRuntime | null = null;
@@ -47,8 +50,12 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
   /** This instance created the group: no earlier instance can have held permits for it. */
   private createdHere = false;
 
-  /** Starts the group, or recognises a retried start of the same request. */
-  async start(spec: GroupSpec): Promise<StartResult> {
+  /**
+   * Starts the group, or recognises a retried start of the same request. `runPolicy` is the
+   * run's policy as the API read it (null if its trainer never set one).
+   */
+  async start(spec: GroupSpec, runPolicy: KnownPolicy | null = null): Promise<StartResult> {
+    let registered = false;
     const result = await this.ctx.blockConcurrencyWhile(async (): Promise<StartResult> => {
       if (this.store.exists()) {
         return this.store.group().spec.requestHash === spec.requestHash
@@ -62,12 +69,14 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
           return known === spec.requestHash ? { outcome: "existing" } : { outcome: "conflict" };
       }
       this.store.create(spec);
+      if (runPolicy !== null) this.policy.apply(runPolicy);
       this.createdHere = true;
       this.store.setTimer(TIMER_REGISTER, Date.now());
       await this.rearm();
-      await this.register();
+      registered = await this.register();
       return { outcome: "created" };
     });
+    if (registered) await this.refreshPolicy();
     if (result.outcome !== "conflict") await this.resume();
     return result;
   }
@@ -83,6 +92,8 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       status: group.phase === "running" ? "running" : "scoring",
       warnings: group.warnings,
       lastError: group.lastError,
+      policySpan: this.policy.span(),
+      paused: this.policy.paused,
       episodes: this.store.episodes().map((e) => ({
         id: episodeId(group.spec.groupId, e.idx),
         idx: e.idx,
@@ -99,10 +110,24 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     };
   }
 
+  /**
+   * The run's policy changed (POST /v1/runs/:id/policy tells every running group): a resumed
+   * run's generations go on, and a group now more than `max_lag` behind is cancelled.
+   */
+  async policyChanged(policy: KnownPolicy): Promise<void> {
+    if (!this.store.exists() || !this.policy.apply(policy)) return;
+    await this.followPolicy();
+    // A wake-up too: an instance that restarted while paused resumes without waiting for its alarm.
+    if (this.drivers.size === 0 && this.finishing === null) this.resume().catch(() => {});
+  }
+
   override async alarm(): Promise<void> {
     if (!this.store.exists()) return;
     const due = this.store.dueTimers(Date.now());
-    if (due.includes(TIMER_REGISTER)) await this.register();
+    const registered = due.includes(TIMER_REGISTER) && (await this.register());
+    // The heartbeat re-reads the run's policy: a change whose push did not get here (the object
+    // was restarting) still arrives, within HEARTBEAT_S.
+    if (registered || this.policy.known() !== null) await this.refreshPolicy();
     // Retry, scoring and landing timers only wake the object; resume() does the work.
     for (const name of due) if (name !== TIMER_REGISTER) this.store.clearTimer(name);
     await this.resume();
@@ -124,6 +149,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         writeTurn: sharedWriteTurn(),
         seams: { measuring: null },
         tools: this.toolStore,
+        policy: this.policy,
       };
       if (!this.createdHere) {
         // First wake of this instance: permits held by an earlier one went with its generations.
@@ -133,6 +159,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       }
     }
     const runtime = this.runtime;
+    if (group.phase === "running" && this.policy.stale !== null) this.endStale(this.policy.stale);
     if (group.phase === "running") {
       const now = Date.now();
       const toStart = this.store.episodes().filter((episode) => {
@@ -141,11 +168,13 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         return !(parked?.state === "waiting" && (parked.retryAt ?? 0) > now);
       });
       // One call to the limiter for every episode started here, not one each; asked before the
-      // drivers start, so one that goes straight to a generation waits for this answer.
-      runtime.permits.prefetch(
-        toStart.map((episode) => episode.idx),
-        permitLeaseMs(runtime),
-      );
+      // drivers start, so one that goes straight to a generation waits for this answer. A paused
+      // run's episodes ask for theirs once it resumes.
+      if (!this.policy.paused)
+        runtime.permits.prefetch(
+          toStart.map((episode) => episode.idx),
+          permitLeaseMs(runtime),
+        );
       for (const { idx } of toStart) {
         const driver = driveEpisode(runtime, idx)
           // Only an instance being torn down gets here (its storage refuses every call); the
@@ -220,7 +249,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       : { ok: true };
     if (landed.ok) {
       try {
-        const payload = landingPayload(this.store, tokens, this.toolStore);
+        const payload = landingPayload(this.store, tokens, this.toolStore, this.policy);
         landed = await landGroup(this.env.DB, lander(this.env), payload);
         if (!landed.ok) landed = { ok: false, error: `D1: ${landed.error}` };
       } catch (error) {
@@ -235,7 +264,48 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       return this.rearm();
     }
     await this.store.deleteAll();
+    this.policy.forget();
     this.runtime = null;
+  }
+
+  /**
+   * Reads the run's policy from D1 and follows it; a read that fails waits for the next beat.
+   * Read once the group is registered too: SQL lists it as running from then on, so a later
+   * change pushes to it, and a change made since the API read the policy is in this read.
+   */
+  private async refreshPolicy(): Promise<void> {
+    try {
+      const policy = await readRunPolicy(this.env.DB, this.store.group().spec.request.run_id);
+      if (policy !== null && this.store.exists() && this.policy.apply(knownPolicy(policy)))
+        await this.followPolicy();
+    } catch (error) {
+      console.warn(`run policy not read: ${errorMessage(error)}`);
+    }
+  }
+
+  /** After a policy change: cancel the group if it went stale; a resumed run's drivers go on. */
+  private async followPolicy(): Promise<void> {
+    const policy = this.policy.known();
+    if (policy === null || this.store.group().phase !== "running") return;
+    const detail = staleness(
+      policy,
+      this.policy.lowest(this.store.group().spec.request.policy_version),
+    );
+    if (detail === null) return;
+    this.policy.markStale(detail);
+    this.endStale(detail);
+    // With no driver left to end the last episode, nothing else would land the group.
+    void this.finishWhenDone();
+  }
+
+  /**
+   * Ends as stale every unfinished episode no driver is running (parked, or not started); a
+   * running driver ends its own once its generation is aborted or its step returns.
+   */
+  private endStale(detail: string): void {
+    for (const episode of this.store.episodes())
+      if (!TERMINAL_STATES.includes(episode.state) && !this.drivers.has(episode.idx))
+        this.store.finish(episode.idx, failed(END.stale_policy, detail));
   }
 
   /** On-policy distillation: the teacher scores the student's tokens before rewards are. */
@@ -270,15 +340,23 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     return this.store.dueTimers(Number.POSITIVE_INFINITY).includes(timer);
   }
 
-  /** Registers the group in D1 so SQL sees it running; on failure the timer tries again. */
-  private async register(): Promise<void> {
-    if (this.store.group().registered) return this.store.clearTimer(TIMER_REGISTER);
+  /**
+   * Registers the group in D1 so SQL sees it running; on failure the timer tries again. True
+   * when this call registered it.
+   */
+  private async register(): Promise<boolean> {
+    if (this.store.group().registered) {
+      this.store.clearTimer(TIMER_REGISTER);
+      return false;
+    }
     try {
       await registerGroup(this.env.DB, this.store.group().spec);
       this.store.markRegistered();
       this.store.clearTimer(TIMER_REGISTER);
+      return true;
     } catch {
       this.store.setTimer(TIMER_REGISTER, Date.now() + retryDelayMs(2));
+      return false;
     }
   }
 

@@ -11,6 +11,7 @@ import type { EpisodeToolStore } from "./episode-tools";
 import { episodeId } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import type { LandingOutcome } from "./landing-outcome";
+import type { PolicyWatch } from "./policy-watch";
 import { groupRow } from "./registration";
 import type { TokenLanding } from "./token-landing";
 
@@ -60,6 +61,8 @@ const LANDED_COLUMNS = [
   "token_object",
   "token_object_bytes",
   "tools",
+  "policy_version_min",
+  "policy_version_max",
   "finished_at",
 ];
 const UPSERT_GROUPS = `${insertSql("groups", GROUP_COLUMNS)}
@@ -111,11 +114,23 @@ export interface LandingPayload {
   groupRow: string;
 }
 
+/** The lowest and highest of some versions: a policy span; nulls when there are none. */
+function spanOf(versions: Iterable<number>): { min: number | null; max: number | null } {
+  let min: number | null = null;
+  let max: number | null = null;
+  for (const v of versions) {
+    min = min === null ? v : Math.min(min, v);
+    max = max === null ? v : Math.max(max, v);
+  }
+  return { min, max };
+}
+
 /** Reads everything a finished group lands with from its object's storage. */
 export function landingPayload(
   store: GroupStore,
   tokens: TokenLanding | null,
   tools: EpisodeToolStore | null,
+  policy: PolicyWatch | null = null,
 ): LandingPayload {
   const { spec, creditApplied, warnings } = store.group();
   const { request } = spec;
@@ -136,6 +151,25 @@ export function landingPayload(
     );
   const reasons = [...byReason].map(([reason, n]) => `${reason} x${n}`);
   const finishedAt = iso(Math.max(...rows.map((e) => e.finishedAt ?? e.startedAt)));
+  const messagesByEpisode = store.messagesByEpisode();
+  // Each sampled turn's version as it was sent; a send that sampled nothing is not in a span.
+  const turnVersions = new Map(
+    rows.map((e) => {
+      const sent = policy?.turnVersions(e.idx) ?? new Map<number, number>();
+      const sampled = (messagesByEpisode.get(e.idx) ?? []).flatMap((m) =>
+        m.sampled && m.turn !== null && sent.has(m.turn)
+          ? [[m.turn, sent.get(m.turn) as number] as const]
+          : [],
+      );
+      return [e.idx, new Map(sampled)];
+    }),
+  );
+  const spans = new Map(rows.map((e) => [e.idx, spanOf(turnVersions.get(e.idx)?.values() ?? [])]));
+  const groupSpan = spanOf(
+    [...spans.values()].flatMap((span) =>
+      span.min === null ? [] : [span.min, span.max as number],
+    ),
+  );
 
   const episodeRows: (typeof episodes.$inferInsert)[] = rows.map((e) => ({
     id: episodeId(spec.groupId, e.idx),
@@ -145,6 +179,8 @@ export function landingPayload(
     env: request.env,
     exampleId: request.example.id,
     policyVersion: request.policy_version,
+    policyVersionMin: spans.get(e.idx)?.min ?? null,
+    policyVersionMax: spans.get(e.idx)?.max ?? null,
     status: e.state,
     endReason: e.endReason ?? "unknown",
     failureReason: e.failureReason,
@@ -175,7 +211,6 @@ export function landingPayload(
     createdAt: iso(e.startedAt),
     finishedAt: iso(e.finishedAt ?? e.startedAt),
   }));
-  const messagesByEpisode = store.messagesByEpisode();
   const messageRows: (typeof messages.$inferInsert)[] = rows.flatMap((e) =>
     (messagesByEpisode.get(e.idx) ?? []).map((m) => {
       const turn =
@@ -201,6 +236,8 @@ export function landingPayload(
         logprobSum: turn?.logprobSum ?? null,
         newPromptTokens: turn?.newPromptTokens ?? null,
         prefixBreak: turn ? turn.prefixBreak : null,
+        policyVersion:
+          m.sampled && m.turn !== null ? (turnVersions.get(e.idx)?.get(m.turn) ?? null) : null,
       };
     }),
   );
@@ -225,6 +262,8 @@ export function landingPayload(
       request.algorithm !== "opd" && scores.length > 0 && scores.every((s) => s === scores[0]),
     tokenObject: tokens?.object?.key ?? null,
     tokenObjectBytes: tokens?.object?.bytes.length ?? null,
+    policyVersionMin: groupSpan.min,
+    policyVersionMax: groupSpan.max,
     finishedAt,
   };
   return {

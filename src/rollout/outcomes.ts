@@ -41,6 +41,8 @@ export const FailureReasonSchema = z.enum([
   "step_timeout",
   "step_unavailable",
   "score_error",
+  // the trainer: its policy moved more than the run's max_lag past the group's (async RL)
+  "stale_policy",
   // edgeroll itself
   "internal_error",
 ]);

@@ -24,8 +24,9 @@ import type { TokenStore } from "../tokens/token-store";
 import { EpisodeToolStore } from "./episode-tools";
 import { episodeId, type GroupSpec, generationSeed } from "./group-spec";
 import type { GroupStore } from "./group-store";
-import { END, type FailureReason, failed } from "./outcomes";
+import { END, type FailureReason, failed, TERMINAL_STATES } from "./outcomes";
 import type { Permits } from "./permits";
+import type { PolicyWatch } from "./policy-watch";
 import { answerOf, callStepWorker } from "./step-call";
 import { EpisodeStepSession } from "./step-session";
 import { type SeamsCache, tokenInPrompt } from "./token-prompt";
@@ -51,6 +52,8 @@ export interface GroupRuntime {
   seams: SeamsCache;
   /** Native tool calling: each episode's tool definitions. */
   tools: EpisodeToolStore;
+  /** Asynchronous RL: the run's policy as the group knows it, and each turn's version. */
+  policy: PolicyWatch;
 }
 
 /**
@@ -105,6 +108,25 @@ async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage
 }
 
 /**
+ * Waits until the episode may send a generation: it holds a permit and its run is not paused.
+ * A paused run's episodes give their permits back while they wait, so a weight sync in one run
+ * never holds up another's generations, and no deadline runs meanwhile. False if the group was
+ * cancelled as stale instead.
+ */
+async function admit(rt: GroupRuntime, idx: number): Promise<boolean> {
+  for (;;) {
+    if (rt.policy.paused) {
+      rt.permits.drop(idx);
+      await rt.policy.untilRunnable();
+    }
+    if (rt.policy.stale !== null) return false;
+    await rt.permits.hold(idx, permitLeaseMs(rt));
+    // Paused while it queued for the permit: it waits again, the permit given back.
+    if (!rt.policy.paused) return rt.policy.stale === null;
+  }
+}
+
+/**
  * Backoffs up to this long are slept in memory; longer ones (a host's Retry-After) are parked in
  * storage behind a timer, so the object can sleep, or be evicted, while it waits.
  */
@@ -145,11 +167,14 @@ async function sample(
   }
   const generation = store.generation(idx);
   const windowMs = generationDeadlineMs(config, request.max_context_tokens);
-  // The deadline clock starts when the request is sent, not while it waits for a permit.
-  await rt.permits.hold(idx, permitLeaseMs(rt));
+  // The deadline clock starts when the request is sent, not while it waits for a permit or for
+  // a paused run to resume.
+  if (!(await admit(rt, idx))) return;
   // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one.
   const deadlineAt = generation?.deadlineAt ?? Date.now() + windowMs;
   store.markSent(idx, deadlineAt);
+  // The version that samples this turn: the run's as the group knows it at the moment of sending.
+  rt.policy.recordSend(idx, store.episode(idx).turns, rt.policy.versionNow(request.policy_version));
   const endpoint = { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY };
   let retriesLeft = Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0));
   let prompt: Int32Array | undefined;
@@ -196,6 +221,8 @@ async function sample(
       maxInlineBackoffMs: INLINE_BACKOFF_MS,
       wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / request.group_size),
       retryWithoutTokens: request.tokens === "auto",
+      // A group cancelled as stale aborts its generations in flight (the driver ends them).
+      signal: rt.policy.signal,
     },
   );
   await rt.writeTurn();
@@ -348,6 +375,11 @@ export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void>
   try {
     for (;;) {
       const state = rt.store.episode(idx).state;
+      // Cancelled as stale: it ends here, whatever it was doing, its transcript kept as it is.
+      if (!TERMINAL_STATES.includes(state) && rt.policy.stale !== null) {
+        rt.store.finish(idx, failed(END.stale_policy, rt.policy.stale));
+        return;
+      }
       try {
         if (state === "opening") transcript.push(...(await open(rt, idx)));
         else if (state === "generating") {
@@ -355,6 +387,8 @@ export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void>
         } else if (state === "stepping") await step(rt, idx, transcript, session);
         else return;
       } catch (error) {
+        // A generation aborted by the cancellation: the next pass ends the episode as stale.
+        if (rt.policy.stale !== null) continue;
         // Nothing is dropped silently: an unexpected fault still ends the episode with a reason.
         rt.store.finish(idx, failed(END.internal_error, `${state}: ${errorMessage(error)}`));
       }

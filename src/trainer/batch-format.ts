@@ -35,6 +35,7 @@ const TRAINER_MESSAGE_COLUMNS = {
   sampled: messages.sampled,
   finishReason: messages.finishReason,
   completionTokens: messages.completionTokens,
+  policyVersion: messages.policyVersion,
 };
 
 type TrainerMessage = Pick<MessageRecord, keyof typeof TRAINER_MESSAGE_COLUMNS>;
@@ -105,6 +106,9 @@ export function episodeForTrainer(
     total_tokens: episode.totalTokens,
     latency_ms: episode.latencyMs,
     policy_version: episode.policyVersion,
+    // The policy span: the versions its sampled turns were sent at (null if it sampled none).
+    policy_version_min: episode.policyVersionMin,
+    policy_version_max: episode.policyVersionMax,
     // Native tool calling: which of the group's `tools` its prompts rendered.
     ...(episode.toolsHash === null ? {} : { tools_hash: episode.toolsHash }),
     ...(include.includes("messages")
@@ -117,7 +121,11 @@ export function episodeForTrainer(
               ? turnCredit(episode, m.turn)
               : {}),
             ...(m.sampled
-              ? { finish_reason: m.finishReason, completion_tokens: m.completionTokens }
+              ? {
+                  finish_reason: m.finishReason,
+                  completion_tokens: m.completionTokens,
+                  policy_version: m.policyVersion,
+                }
               : {}),
           })),
         }
@@ -139,6 +147,8 @@ export function groupForTrainer(
     run_id: group.runId,
     env: group.env,
     policy_version: group.policyVersion,
+    policy_version_min: group.policyVersionMin,
+    policy_version_max: group.policyVersionMax,
     example: group.example,
     credit_assignment: group.creditApplied,
     advantage_mode: group.advantage,

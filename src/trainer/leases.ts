@@ -36,7 +36,8 @@ export async function claimGroups(
     "status = 'landed'",
     eligible,
     request.include_parked ? "1" : "deliveries < ?2",
-    "policy_version >= ?3",
+    // The span's lowest version: a group is as old as its oldest turn.
+    "COALESCE(policy_version_min, policy_version) >= ?3",
     "(?4 IS NULL OR run_id = ?4)",
     "(?5 IS NULL OR env = ?5)",
     request.skip_uniform_groups ? "uniform = 0" : "1",

@@ -10,6 +10,8 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     env: episode.env,
     example_id: episode.exampleId,
     policy_version: episode.policyVersion,
+    policy_version_min: episode.policyVersionMin,
+    policy_version_max: episode.policyVersionMax,
     status: episode.status,
     end_reason: episode.endReason,
     failure_reason: episode.failureReason,
@@ -58,6 +60,7 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
             logprob_sum: m.logprobSum,
             new_prompt_tokens: m.newPromptTokens,
             prefix_break: m.prefixBreak,
+            policy_version: m.policyVersion,
           }
         : {}),
     })),

@@ -2,7 +2,8 @@
  * The smaller answers of the API, each built here once; the client takes its types from these
  * functions instead of restating them.
  */
-import type { runProgress } from "../db/queries";
+import type { runPacing, runProgress } from "../db/queries";
+import type { RunPolicy } from "../db/run-policies";
 import type { episodeForTrainer, groupForTrainer } from "../trainer/batch-format";
 
 /** `POST /v1/groups`: the group, where to follow it, and whether this call created it. */
@@ -11,11 +12,25 @@ export function startedGroupView(groupId: string, created: boolean) {
 }
 
 /** `GET /v1/runs/:id`: groups of a run by status, from one query. */
-export function runProgressView(runId: string, rows: Awaited<ReturnType<typeof runProgress>>) {
+export function runProgressView(
+  runId: string,
+  rows: Awaited<ReturnType<typeof runProgress>>,
+  pacing: Awaited<ReturnType<typeof runPacing>>,
+  policy: RunPolicy | null,
+) {
+  // Groups more than max_lag behind will not be leased by a trainer that keeps to it: they are
+  // listed by version, but not counted as feeding the trainer.
+  const oldest =
+    policy === null || policy.maxLag === null
+      ? Number.NEGATIVE_INFINITY
+      : policy.version - policy.maxLag;
+  const inFlight = pacing.reduce((n, r) => n + r.in_flight, 0);
+  const unleased = pacing.reduce((n, r) => n + (r.version >= oldest ? r.unleased : 0), 0);
   const count = (status: string) =>
     rows.find((r) => r.status === status) ?? { groups: 0, episodes: 0 };
   return {
     run_id: runId,
+    policy: policy === null ? null : policyView(policy),
     groups: {
       total: rows.reduce((n, r) => n + r.groups, 0),
       running: count("running").groups,
@@ -25,6 +40,17 @@ export function runProgressView(runId: string, rows: Awaited<ReturnType<typeof r
     episodes: {
       total: rows.reduce((n, r) => n + Number(r.episodes), 0),
       landed: Number(count("landed").episodes) + Number(count("failed").episodes),
+    },
+    // `edgeroll run --max-ahead N` keeps `ahead` at most N.
+    pacing: {
+      in_flight: inFlight,
+      unleased,
+      ahead: inFlight + unleased,
+      by_version: pacing.map((r) => ({
+        policy_version: r.version,
+        in_flight: r.in_flight,
+        unleased: r.unleased,
+      })),
     },
   };
 }
@@ -87,6 +113,18 @@ export function episodePageView(
 
 export type StartedGroup = ReturnType<typeof startedGroupView>;
 export type RunProgress = ReturnType<typeof runProgressView>;
+
+/** A run's policy as its trainer set it (GET and POST /v1/runs/:id/policy). */
+export function policyView(policy: RunPolicy) {
+  return {
+    run_id: policy.runId,
+    version: policy.version,
+    max_lag: policy.maxLag,
+    paused: policy.paused,
+    revision: policy.revision,
+    updated_at: policy.updatedAt,
+  };
+}
 export type Batch = ReturnType<typeof batchView>;
 export type AckResult = ReturnType<typeof ackView>;
 export type ReleaseResult = ReturnType<typeof releaseView>;

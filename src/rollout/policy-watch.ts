@@ -1,0 +1,181 @@
+/**
+ * Asynchronous RL, as one group sees it: what it knows of its run's policy (pushed by the API on
+ * every change, re-read from D1 on the heartbeat), the gate that holds its generations while the
+ * run is paused, the policy version each turn was sent at, and whether the group has gone stale.
+ * Beside the transcripts in the object's SQLite (tables of its own), so a restart keeps all of it.
+ */
+import type { KnownPolicy } from "../db/run-policies";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS run_policy (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL,
+  max_lag INTEGER,
+  paused INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  stale TEXT
+);
+CREATE TABLE IF NOT EXISTS turn_versions (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (idx, turn)
+);`;
+
+interface State {
+  policy: KnownPolicy | null;
+  /** Why the group was cancelled as stale; null while it is not. */
+  stale: string | null;
+  /** Each episode's turns, by the version their generation was (last) sent at. */
+  turns: Map<number, Map<number, number>>;
+}
+
+/** Why a group whose oldest turn was sampled at `lowest` is too stale to go on, or null. */
+export function staleness(policy: KnownPolicy, lowest: number): string | null {
+  if (policy.maxLag === null || policy.version - lowest <= policy.maxLag) return null;
+  return `the run's policy moved to version ${policy.version}; this group's lowest version is ${lowest}, more than max_lag ${policy.maxLag} behind`;
+}
+
+export class PolicyWatch {
+  private cache: State | null = null;
+  private readonly cancel = new AbortController();
+  /** Generations waiting for the run to resume, or for the group to be cancelled. */
+  private waiters: (() => void)[] = [];
+
+  constructor(private readonly sql: SqlStorage) {}
+
+  private get state(): State {
+    if (this.cache === null) {
+      this.sql.exec(SCHEMA);
+      const row = this.sql.exec("SELECT * FROM run_policy WHERE id = 1").toArray()[0];
+      const turns = new Map<number, Map<number, number>>();
+      for (const r of this.sql.exec("SELECT idx, turn, version FROM turn_versions")) {
+        const idx = Number(r.idx);
+        const episode = turns.get(idx) ?? new Map<number, number>();
+        episode.set(Number(r.turn), Number(r.version));
+        turns.set(idx, episode);
+      }
+      this.cache = {
+        policy:
+          row === undefined
+            ? null
+            : {
+                version: Number(row.version),
+                maxLag: row.max_lag === null ? null : Number(row.max_lag),
+                paused: row.paused === 1,
+                revision: Number(row.revision),
+              },
+        stale: (row?.stale as string | null | undefined) ?? null,
+        turns,
+      };
+      // An instance that wakes after the cancellation starts out cancelled.
+      if (this.cache.stale !== null) this.cancel.abort();
+    }
+    return this.cache;
+  }
+
+  /** The run's policy as last heard; null for a run whose trainer never set one. */
+  known(): KnownPolicy | null {
+    return this.state.policy;
+  }
+
+  get paused(): boolean {
+    return this.state.policy?.paused === true;
+  }
+
+  /** Why the group was cancelled as stale; null while it runs on. */
+  get stale(): string | null {
+    return this.state.stale;
+  }
+
+  /** Aborted once the group is cancelled: its generations in flight stop. */
+  get signal(): AbortSignal {
+    void this.state;
+    return this.cancel.signal;
+  }
+
+  /** Takes an update if it is newer than what this group knows; true if it was. */
+  apply(policy: KnownPolicy): boolean {
+    const known = this.state.policy;
+    if (known !== null && policy.revision <= known.revision) return false;
+    this.sql.exec(
+      `INSERT INTO run_policy (id, version, max_lag, paused, revision) VALUES (1, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET version = excluded.version, max_lag = excluded.max_lag,
+         paused = excluded.paused, revision = excluded.revision`,
+      policy.version,
+      policy.maxLag,
+      policy.paused ? 1 : 0,
+      policy.revision,
+    );
+    this.state.policy = { ...policy };
+    if (!policy.paused) this.wake();
+    return true;
+  }
+
+  /** Cancels the group: its generations abort, and every waiting one is let go to end. */
+  markStale(detail: string): void {
+    if (this.state.stale !== null) return;
+    const policy = this.state.policy;
+    if (policy === null) throw new Error("a group goes stale only against its run's policy");
+    this.sql.exec("UPDATE run_policy SET stale = ? WHERE id = 1", detail);
+    this.state.stale = detail;
+    this.cancel.abort(new Error(detail));
+    this.wake();
+  }
+
+  /** Resolves once the run is not paused, or the group was cancelled. */
+  async untilRunnable(): Promise<void> {
+    while (this.paused && this.stale === null)
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /** The version a generation sent now is sampled by: the run's, else the group's own. */
+  versionNow(groupVersion: number): number {
+    return this.state.policy?.version ?? groupVersion;
+  }
+
+  /** Records the version a turn's generation was sent at; a re-send records its own. */
+  recordSend(idx: number, turn: number, version: number): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO turn_versions (idx, turn, version) VALUES (?, ?, ?)",
+      idx,
+      turn,
+      version,
+    );
+    const episode = this.state.turns.get(idx) ?? new Map<number, number>();
+    episode.set(turn, version);
+    this.state.turns.set(idx, episode);
+  }
+
+  /** Each sampled turn's version, by turn; empty for an episode that sampled nothing. */
+  turnVersions(idx: number): ReadonlyMap<number, number> {
+    return this.state.turns.get(idx) ?? new Map();
+  }
+
+  /** The lowest and highest version of every generation sent so far; nulls before the first. */
+  span(): { min: number | null; max: number | null } {
+    const versions = [...this.state.turns.values()].flatMap((episode) => [...episode.values()]);
+    return versions.length === 0
+      ? { min: null, max: null }
+      : { min: Math.min(...versions), max: Math.max(...versions) };
+  }
+
+  /** The group's lowest version: its oldest turn's, or the one it started at before any. */
+  lowest(groupVersion: number): number {
+    let lowest = Number.POSITIVE_INFINITY;
+    for (const episode of this.state.turns.values())
+      for (const version of episode.values()) lowest = Math.min(lowest, version);
+    return lowest === Number.POSITIVE_INFINITY ? groupVersion : lowest;
+  }
+
+  /** After landing: storage is gone, so is what was read from it. */
+  forget(): void {
+    this.cache = null;
+  }
+}
