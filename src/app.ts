@@ -15,10 +15,13 @@ import { environmentNames } from "./environments/registry";
 /** Requests carry one example and its settings; anything larger is a mistake or an attack. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** A producer follows what it starts: the `status_url` it was handed, and its run's progress. */
-const FOLLOWED_PATHS = /^\/v1\/(groups|runs)\/[^/]+$/;
+/** A producer follows the groups it starts: the `status_url` it was handed. */
+const GROUP_PATHS = /^\/v1\/groups\/[^/]+$/;
+/** Producer and trainer both follow their run: its progress and pacing, and its policy. */
+const RUN_PATHS = /^\/v1\/runs\/[^/]+(\/policy)?$/;
 const readers = authorize("reader");
-const followers = authorize("reader", "producer");
+const groupFollowers = authorize("reader", "producer");
+const runFollowers = authorize("reader", "producer", "trainer");
 
 export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .use(
@@ -35,7 +38,15 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .use("/v1/batches/*", authorize("trainer"))
   // The trainer says which policy it trains: the run's version, its lag limit, a pause.
   .on("POST", "/v1/runs/*", authorize("trainer"))
-  .on("GET", "/v1/*", (c, next) => (FOLLOWED_PATHS.test(c.req.path) ? followers : readers)(c, next))
+  .on("GET", "/v1/*", (c, next) => {
+    const path = c.req.path;
+    const allowed = RUN_PATHS.test(path)
+      ? runFollowers
+      : GROUP_PATHS.test(path)
+        ? groupFollowers
+        : readers;
+    return allowed(c, next);
+  })
   .on("GET", ["/", "/groups/*", "/episodes/*"], tokenFromQuery, authorize("reader"))
   .get("/healthz", (c) => c.json({ ok: true }))
   .get("/v1/environments", (c) => {

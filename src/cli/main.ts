@@ -149,6 +149,10 @@ withApi(program.command("run"))
   .option("--max-context-tokens <n>", "per episode")
   .option("--seed <n>", "reproducible sampling")
   .option("--policy-version <n>", "the policy generating the episodes (default: the run's)")
+  .option(
+    "--max-ahead <n>",
+    "keep pace with the trainer: at most n groups of the run in flight or landed and not yet leased",
+  )
   .option("--credit-assignment <kind>", "per_episode or per_turn", "per_episode")
   .option("--tokens <mode>", "token-exact episodes: auto, required or off", "auto")
   .option("--generation <mode>", "chat (the host renders prompts) or tokens (token-in)", "chat")

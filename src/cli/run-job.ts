@@ -1,7 +1,9 @@
 /**
  * Runs a job: one rollout group per dataset example, at most `concurrency` in flight. Each
  * start carries an idempotency key derived from the run, env, example and group size, so a
- * rerun finds the groups it already started instead of starting them again.
+ * rerun finds the groups it already started instead of starting them again. With `maxAhead`,
+ * it also keeps pace with the trainer: a group starts only while the run has fewer than that
+ * many groups in flight or landed and not yet leased (GET /v1/runs/:id, `pacing.ahead`).
  */
 import pMap from "p-map";
 import type { EdgerollClient, GroupView, StartGroupInput } from "../client/edgeroll-client";
@@ -13,6 +15,10 @@ export interface Job {
   groupSize: number;
   runId: string;
   concurrency: number;
+  /** Start a group only while the run's groups in flight and unleased are fewer than this. */
+  maxAhead?: number;
+  /** How often to ask the run's pacing while it is at `maxAhead`. */
+  paceIntervalMs?: number;
   /** Everything else a group request takes (sampling, policy_version, ...). */
   request: Omit<StartGroupInput, "env" | "example" | "group_size" | "run_id">;
 }
@@ -80,6 +86,27 @@ function record(progress: JobProgress, group: GroupView, resumed: boolean): void
   }
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts one group at a time, each once the run is less than `maxAhead` groups ahead of its
+ * trainer. One at a time because a start shows in the run's pacing only once it returns (the
+ * group registers in D1 before the start answers): two at once could both see room for one.
+ */
+function pacedStarts(client: EdgerollClient, job: Job) {
+  let last: Promise<unknown> = Promise.resolve();
+  return <T>(start: () => Promise<T>): Promise<T> => {
+    const turn = last.then(async () => {
+      if (job.maxAhead !== undefined)
+        while ((await client.getRun(job.runId)).pacing.ahead >= job.maxAhead)
+          await sleep(job.paceIntervalMs ?? 1000);
+      return start();
+    });
+    last = turn.catch(() => {});
+    return turn;
+  };
+}
+
 /** Runs the job to the end; `onProgress` is called after each group lands. */
 export async function runJob(
   client: EdgerollClient,
@@ -87,12 +114,15 @@ export async function runJob(
   onProgress: (progress: JobProgress) => void = () => {},
 ): Promise<{ progress: JobProgress; groups: GroupView[] }> {
   const progress = emptyProgress(job.examples.length);
+  const paced = pacedStarts(client, job);
   const groups = await pMap(
     job.examples,
     async (example) => {
-      const started = await client.startGroup(
-        { ...job.request, env: job.env, example, group_size: job.groupSize, run_id: job.runId },
-        { idempotencyKey: idempotencyKey(job, example) },
+      const started = await paced(() =>
+        client.startGroup(
+          { ...job.request, env: job.env, example, group_size: job.groupSize, run_id: job.runId },
+          { idempotencyKey: idempotencyKey(job, example) },
+        ),
       );
       const group = await client.waitForGroup(started.group_id, { intervalMs: 250 });
       record(progress, group, !started.created);

@@ -25,6 +25,8 @@ export interface RunFlags {
   seed?: string;
   /** Absent: the run's current version (POST /v1/runs/:id/policy), else 0. */
   policyVersion?: string;
+  /** Keep at most this many of the run's groups in flight and landed but unleased. */
+  maxAhead?: string;
   creditAssignment: string;
   tokens: string;
   generation: string;
@@ -98,6 +100,9 @@ export async function run(flags: RunFlags): Promise<void> {
     groupSize: int("group-size", flags.groupSize, 1, 256),
     runId,
     concurrency: int("concurrency", flags.concurrency, 1, 1024),
+    ...(flags.maxAhead === undefined
+      ? {}
+      : { maxAhead: int("max-ahead", flags.maxAhead, 1, 1_000_000) }),
     request: {
       ...(flags.policyVersion === undefined
         ? {}

@@ -1,7 +1,7 @@
 // End to end, as a user runs it: the simulator and the Worker under `wrangler dev` (real
 // workerd, Durable Objects and D1 on disk), driven by the TypeScript client, the CLI and the
 // stdlib Python trainer example.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -244,4 +244,87 @@ describe("against wrangler dev", () => {
     expect(await policy.json()).toMatchObject({ run_id: "python", version: 2, max_lag: 2 });
     console.log(result.stdout);
   }, 90_000);
+
+  it("the async RL loop: `edgeroll run --max-ahead` keeps pace while a trainer leases, pauses for a weight sync and bumps its version", async () => {
+    const run = "async-loop";
+    const trainer = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.trainer });
+    await trainer.setPolicy(run, { version: 0, max_lag: 2 });
+    // The producer: eight groups, four at a time at most, but never more than two ahead of the
+    // trainer (in flight, or landed and not yet leased).
+    const producer = spawn(
+      process.execPath,
+      [
+        join(ROOT, "bin/edgeroll.mjs"),
+        "run",
+        "--url",
+        stack.apiUrl,
+        "--env",
+        "guess-number",
+        "--dataset",
+        "datasets/guess-number.jsonl",
+        "--limit",
+        "8",
+        "--group-size",
+        "4",
+        "--concurrency",
+        "4",
+        "--max-ahead",
+        "2",
+        "--model",
+        "sim+latency:60",
+        "--run",
+        run,
+      ],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: "1", EDGEROLL_TOKEN: stack.tokens.producer } },
+    );
+    let output = "";
+    producer.stdout.on("data", (d) => (output += d));
+    producer.stderr.on("data", (d) => (output += d));
+    const exited = new Promise<number | null>((done) => producer.on("exit", done));
+    let finished = false;
+    void exited.then(() => (finished = true));
+
+    // The trainer: lease what is there, train, pause the run while the weights sync, resume at
+    // the next version. Meanwhile, watch the run's pacing.
+    let version = 0;
+    let mostAhead = 0;
+    let mostInFlight = 0;
+    while (!finished) {
+      const { pacing } = await trainer.getRun(run);
+      mostAhead = Math.max(mostAhead, pacing.ahead);
+      mostInFlight = Math.max(mostInFlight, pacing.in_flight);
+      const batch = await trainer.lease({
+        run_id: run,
+        max_groups: 1,
+        current_policy_version: version,
+        max_policy_lag: 2,
+      });
+      if (batch.batch_id === null) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        continue;
+      }
+      await trainer.ack(batch.batch_id);
+      await trainer.setPolicy(run, { version, paused: true });
+      // ... the new weights would go to the inference host here ...
+      version += 1;
+      await trainer.setPolicy(run, { version, paused: false });
+    }
+    expect(await exited, output).toBe(0);
+    expect(mostAhead).toBeLessThanOrEqual(2);
+    expect(mostInFlight).toBeLessThanOrEqual(2);
+    expect(version).toBeGreaterThan(0);
+    const progress = await trainer.getRun(run);
+    expect(progress.groups).toMatchObject({ total: 8, running: 0 });
+    // Groups started after a bump took the trainer's newer version.
+    const versions = JSON.parse(
+      edgeroll(
+        "sql",
+        `SELECT MAX(policy_version) AS newest FROM groups WHERE run_id = '${run}'`,
+        "--json",
+        "--persist-to",
+        state,
+      ).stdout,
+    );
+    expect(versions[0].newest).toBeGreaterThan(0);
+  }, 120_000);
 });

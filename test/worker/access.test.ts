@@ -30,10 +30,11 @@ describe("access by role", () => {
     ["/v1/batches/lease", post({ max_groups: 1 }), ["trainer"]],
     ["/v1/batches/b_x/ack", post({}), ["trainer"]],
     ["/v1/runs/access/policy", post({ version: 1 }), ["trainer"]],
-    ["/v1/runs/access/policy", {}, ["reader"]],
-    // A producer follows what it starts: a group's status and its run's progress.
+    // A producer follows the groups it starts; producer and trainer both follow their run (its
+    // progress, pacing and policy).
     ["/v1/groups/g_00000000000000000000000", {}, ["reader", "producer"]],
-    ["/v1/runs/access", {}, ["reader", "producer"]],
+    ["/v1/runs/access", {}, ["reader", "producer", "trainer"]],
+    ["/v1/runs/access/policy", {}, ["reader", "producer", "trainer"]],
     ["/v1/episodes?run_id=x", {}, ["reader"]],
     ["/v1/episodes/g_00000000000000000000000-e0", {}, ["reader"]],
     ["/", {}, ["reader"]],

@@ -3,6 +3,7 @@
 // host until it resumes, and then fails nothing; each sampled turn records the version it was
 // sent at, and the episode's span covers every one.
 import { describe, expect, it } from "vitest";
+import { END } from "../../src/rollout/outcomes";
 import {
   api,
   getEpisode,
@@ -75,9 +76,9 @@ describe("asynchronous RL", () => {
     const landed = await waitForGroup(stale);
     expect(landed.status).toBe("failed");
     expect(landed.episodes.map((e: Json) => e.failure_reason)).toEqual([
-      "stale_policy",
-      "stale_policy",
-      "stale_policy",
+      END.stale_policy,
+      END.stale_policy,
+      END.stale_policy,
     ]);
     // Aborted, not timed out: one hanging try each, never the retry a timeout would have sent.
     expect(await simulatorRequests("sim+hang:9@1")).toBe(6);
@@ -101,7 +102,7 @@ describe("asynchronous RL", () => {
         "SELECT run_id, failure_reason, COUNT(*) AS n FROM episodes WHERE run_id LIKE 'ar-bump%' GROUP BY 1, 2 ORDER BY 1",
       ),
     ).toEqual([
-      { run_id: "ar-bump", failure_reason: "stale_policy", n: 3 },
+      { run_id: "ar-bump", failure_reason: END.stale_policy, n: 3 },
       { run_id: "ar-bump-other", failure_reason: null, n: 2 },
     ]);
   });
