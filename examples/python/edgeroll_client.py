@@ -163,6 +163,11 @@ class EdgerollClient:
     def get_policy(self, run_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/runs/{run_id}/policy")
 
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """The run's progress, policy and pacing: groups in flight and landed but unleased,
+        by version (what a producer keeps below a bound so it never runs ahead)."""
+        return self._request("GET", f"/v1/runs/{run_id}")
+
     def lease(self, **request: Any) -> Batch:
         """Leases whole scored groups; see the README's batch format. An empty batch is normal."""
         answer = self._request("POST", "/v1/batches/lease", request)

@@ -50,6 +50,15 @@ def main() -> int:
 
     client = EdgerollClient(args.url, token=args.token)
     policy_version = 0
+    if args.run:
+        # Asynchronous RL: carry on from the run's version (a restarted trainer), else start at 0;
+        # groups the producer starts from now on take it, and max_lag cancels what falls behind.
+        try:
+            policy_version = client.get_policy(args.run)["version"]
+        except EdgerollError as error:
+            if error.status != 404:
+                raise
+        client.set_policy(args.run, policy_version, max_lag=args.max_policy_lag)
     for step in range(args.steps):
         request = dict(max_groups=args.max_groups, current_policy_version=policy_version,
                        max_policy_lag=args.max_policy_lag, include=["tokens"],
@@ -75,10 +84,15 @@ def main() -> int:
                 print(f"step {step}: no data within {args.wait}s")
                 break
             time.sleep(0.5)
+        if args.run:
+            # The weight sync: new generations of the run wait (none fails, no deadline runs)
+            # while the host loads the new weights; generations in flight finish first.
+            client.set_policy(args.run, policy_version, paused=True)
         policy_version += 1  # a real trainer pushes new weights to the inference host here
         if args.run:
-            # Asynchronous RL: groups of the run started from now on take the new version.
-            client.set_policy(args.run, policy_version, max_lag=args.max_policy_lag)
+            # Resumed at the new version: every turn sent from now on records it, and running
+            # groups more than max_lag behind it are cancelled (their episodes end stale_policy).
+            client.set_policy(args.run, policy_version, paused=False)
     return 0
 
 

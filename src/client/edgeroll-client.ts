@@ -12,6 +12,7 @@ import type {
   AckResult,
   Batch,
   EpisodePage,
+  PolicyView,
   ReleaseResult,
   RunProgress,
   StartedGroup,
@@ -38,13 +39,10 @@ export interface RunPolicyUpdate {
   paused?: boolean;
 }
 
-export interface RunPolicyView {
-  run_id: string;
-  version: number;
-  max_lag: number | null;
-  paused: boolean;
-  updated_at: string;
-}
+export type RunPolicyView = PolicyView;
+
+/** `setPolicy`'s answer: the policy, and how many running groups were told of it at once. */
+export type RunPolicySet = PolicyView & { groups_notified: number };
 
 export type StartGroupInput = z.input<typeof StartGroupRequestSchema>;
 export type LeaseInput = z.input<typeof LeaseRequestSchema>;
@@ -204,17 +202,21 @@ export class EdgerollClient {
     }
   }
 
-  /** Groups of a run by status, from one query: cheaper than polling each group. */
+  /**
+   * Groups of a run by status, its policy, and its pacing (groups in flight and landed but not
+   * yet leased, by version): cheaper than polling each group.
+   */
   getRun(runId: string): Promise<RunProgress> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);
   }
 
   /**
    * Asynchronous RL: tells edgeroll the policy the trainer trains now (the trainer role). Groups
-   * of the run that name no `policy_version` take it; with `max_lag`, groups that name one too
-   * far behind are refused.
+   * of the run that name no `policy_version` take it, and every turn sent from the answer on
+   * records it; with `max_lag`, groups that fall further behind are refused or cancelled;
+   * `paused` holds the run's new generations (a weight sync) until it is set false again.
    */
-  setPolicy(runId: string, policy: RunPolicyUpdate): Promise<RunPolicyView> {
+  setPolicy(runId: string, policy: RunPolicyUpdate): Promise<RunPolicySet> {
     return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/policy`, policy);
   }
 

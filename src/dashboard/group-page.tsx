@@ -9,6 +9,9 @@ export interface GroupSummary {
   run_id: string;
   example_id: string;
   policy_version: number;
+  policy_version_min: number | null;
+  policy_version_max: number | null;
+  paused: boolean;
   credit_applied: string | null;
   score_mean: number | null;
   warnings: string[];
@@ -16,6 +19,13 @@ export interface GroupSummary {
   created_at: string;
   finished_at: string | null;
   episodes: EpisodeStatusView[];
+}
+
+/** The versions that sampled the group: one, or a span when the policy moved mid-group. */
+function sampledBy(g: GroupSummary): string {
+  const { policy_version_min: min, policy_version_max: max } = g;
+  if (min === null || max === null) return `policy v${g.policy_version}`;
+  return min === max ? `sampled by v${min}` : `sampled by v${min}–v${max}`;
 }
 
 export function GroupPage(props: { group: GroupSummary }) {
@@ -35,7 +45,10 @@ export function GroupPage(props: { group: GroupSummary }) {
           <b>
             <a href={`/?run=${encodeURIComponent(g.run_id)}`}>{g.run_id}</a>
           </b>
-          <span>run · policy v{g.policy_version}</span>
+          <span>
+            run · started at v{g.policy_version} · {sampledBy(g)}
+            {g.paused ? " · paused for a weight sync" : ""}
+          </span>
         </div>
         <div class="card">
           <b>{fmt(g.score_mean)}</b>

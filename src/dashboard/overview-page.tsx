@@ -12,8 +12,18 @@ function byKey<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]>
 }
 
 export function OverviewPage(props: { data: Overview; run: string | null }) {
-  const { runs, scores, success, byVersion, failures, groups, totals, drift, distillation } =
-    props.data;
+  const {
+    runs,
+    scores,
+    success,
+    byVersion,
+    failures,
+    groups,
+    totals,
+    drift,
+    distillation,
+    policies,
+  } = props.data;
   const envs = [...byKey(scores, (s) => s.env)];
   const series: Series[] = [...byKey(byVersion, (r) => `${r.run_id} · ${r.env}`)].map(
     ([name, rows]) => ({
@@ -91,6 +101,46 @@ export function OverviewPage(props: { data: Overview; run: string | null }) {
           ) : null}
         </div>
       )}
+
+      {policies.length > 0 ? (
+        <>
+          <h2>Policies</h2>
+          <p class="note">
+            What each run's trainer set (POST /v1/runs/:id/policy): groups started from now on take
+            its version, and a paused run's new generations wait for the weight sync to end.
+          </p>
+          <table data-testid="policies">
+            <thead>
+              <tr>
+                <th>run</th>
+                <th class="num">version</th>
+                <th class="num">max lag</th>
+                <th>state</th>
+                <th class="num">in flight</th>
+                <th class="num">unleased</th>
+                <th class="num">stale episodes</th>
+                <th class="num">stale turns</th>
+                <th>updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {policies.map((p) => (
+                <tr>
+                  <td>{p.run_id}</td>
+                  <td class="num">{p.version}</td>
+                  <td class="num">{p.max_lag ?? "-"}</td>
+                  <td>{p.paused ? "paused" : "generating"}</td>
+                  <td class="num">{p.groups_in_flight}</td>
+                  <td class="num">{p.groups_unleased}</td>
+                  <td class="num">{p.stale_episodes}</td>
+                  <td class="num">{p.stale_turns}</td>
+                  <td>{p.updated_at}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : null}
 
       <h2>Runs</h2>
       <table data-testid="runs">

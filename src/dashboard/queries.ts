@@ -58,65 +58,95 @@ export interface DistillationRow {
   reverse_kl: number;
 }
 
+/** Asynchronous RL: a run's policy, what is waiting for its trainer, and what went stale. */
+export interface PolicyRow {
+  run_id: string;
+  version: number;
+  max_lag: number | null;
+  paused: number;
+  updated_at: string;
+  groups_in_flight: number;
+  groups_unleased: number;
+  stale_episodes: number;
+  stale_turns: number;
+}
+
 /** `run` narrows everything to one run; null means all runs. */
 export async function overview(db: D1Database, run: string | null) {
-  const [runs, scores, success, byVersion, failures, groups, totals, drift, distillation] =
-    await Promise.all([
-      all<RunRow>(
-        db,
-        "SELECT * FROM run_summary WHERE ?1 IS NULL OR run_id = ?1 ORDER BY last_episode DESC LIMIT 100",
-        run,
-      ),
-      // The newest 20,000 scored episodes are plenty for a distribution.
-      all<{ env: string; score: number }>(
-        db,
-        `SELECT env, score FROM episodes WHERE score IS NOT NULL AND status != 'failed' AND (?1 IS NULL OR run_id = ?1)
+  const [
+    runs,
+    scores,
+    success,
+    byVersion,
+    failures,
+    groups,
+    totals,
+    drift,
+    distillation,
+    policies,
+  ] = await Promise.all([
+    all<RunRow>(
+      db,
+      "SELECT * FROM run_summary WHERE ?1 IS NULL OR run_id = ?1 ORDER BY last_episode DESC LIMIT 100",
+      run,
+    ),
+    // The newest 20,000 scored episodes are plenty for a distribution.
+    all<{ env: string; score: number }>(
+      db,
+      `SELECT env, score FROM episodes WHERE score IS NOT NULL AND status != 'failed' AND (?1 IS NULL OR run_id = ?1)
        ORDER BY finished_at DESC LIMIT 20000`,
-        run,
-      ),
-      all<{ env: string; rate: number }>(
-        db,
-        `SELECT env, AVG(success) AS rate FROM episodes WHERE success IS NOT NULL AND (?1 IS NULL OR run_id = ?1)
+      run,
+    ),
+    all<{ env: string; rate: number }>(
+      db,
+      `SELECT env, AVG(success) AS rate FROM episodes WHERE success IS NOT NULL AND (?1 IS NULL OR run_id = ?1)
        GROUP BY env ORDER BY env`,
-        run,
-      ),
-      all<{ run_id: string; env: string; policy_version: number; mean_reward: number }>(
-        db,
-        "SELECT run_id, env, policy_version, mean_reward FROM reward_by_policy_version WHERE ?1 IS NULL OR run_id = ?1",
-        run,
-      ),
-      all<{ env: string; reason: string; episodes: number; example_detail: string }>(
-        db,
-        `SELECT env, failure_reason AS reason, COUNT(*) AS episodes, MAX(failure_detail) AS example_detail
+      run,
+    ),
+    all<{ run_id: string; env: string; policy_version: number; mean_reward: number }>(
+      db,
+      "SELECT run_id, env, policy_version, mean_reward FROM reward_by_policy_version WHERE ?1 IS NULL OR run_id = ?1",
+      run,
+    ),
+    all<{ env: string; reason: string; episodes: number; example_detail: string }>(
+      db,
+      `SELECT env, failure_reason AS reason, COUNT(*) AS episodes, MAX(failure_detail) AS example_detail
        FROM episodes WHERE status = 'failed' AND (?1 IS NULL OR run_id = ?1)
        GROUP BY env, failure_reason ORDER BY episodes DESC`,
-        run,
-      ),
-      all<RecentGroup>(
-        db,
-        `SELECT id, run_id, env, status, group_size, score_mean, episodes_failed, delivery_state, created_at
+      run,
+    ),
+    all<RecentGroup>(
+      db,
+      `SELECT id, run_id, env, status, group_size, score_mean, episodes_failed, delivery_state, created_at
        FROM groups WHERE ?1 IS NULL OR run_id = ?1 ORDER BY created_at DESC LIMIT 40`,
-        run,
-      ),
-      all<{ groups: number; landed: number; running: number }>(
-        db,
-        `SELECT COUNT(*) AS groups, SUM(status = 'landed') AS landed, SUM(status = 'running') AS running
+      run,
+    ),
+    all<{ groups: number; landed: number; running: number }>(
+      db,
+      `SELECT COUNT(*) AS groups, SUM(status = 'landed') AS landed, SUM(status = 'running') AS running
        FROM groups WHERE ?1 IS NULL OR run_id = ?1`,
-        run,
-      ),
-      all<PrefixBreakRow>(
-        db,
-        `SELECT * FROM prefix_breaks WHERE ?1 IS NULL OR run_id = ?1
+      run,
+    ),
+    all<PrefixBreakRow>(
+      db,
+      `SELECT * FROM prefix_breaks WHERE ?1 IS NULL OR run_id = ?1
        ORDER BY breaks DESC, run_id, env LIMIT 50`,
-        run,
-      ),
-      all<DistillationRow>(
-        db,
-        `SELECT run_id, env, teacher_model, policy_version, episodes, reverse_kl FROM distillation
+      run,
+    ),
+    all<DistillationRow>(
+      db,
+      `SELECT run_id, env, teacher_model, policy_version, episodes, reverse_kl FROM distillation
        WHERE ?1 IS NULL OR run_id = ?1 ORDER BY run_id, policy_version LIMIT 2000`,
-        run,
-      ),
-    ]);
+      run,
+    ),
+    all<PolicyRow>(
+      db,
+      `SELECT run_id, version, max_lag, paused, updated_at, groups_in_flight, groups_unleased,
+         stale_episodes, stale_turns FROM run_policy_state
+       WHERE ?1 IS NULL OR run_id = ?1 ORDER BY updated_at DESC LIMIT 100`,
+      run,
+    ),
+  ]);
   return {
     runs,
     scores,
@@ -126,6 +156,7 @@ export async function overview(db: D1Database, run: string | null) {
     groups,
     drift,
     distillation,
+    policies,
     totals: totals[0] ?? { groups: 0, landed: 0, running: 0 },
   };
 }

@@ -104,20 +104,11 @@ export async function runProgress(db: D1Database, runId: string) {
   return rows;
 }
 
-/**
- * What a producer paces itself by: the run's groups in flight, and landed but not yet leased,
- * by the version leases filter on (the span's lowest, else the version the group started at).
- * Uniform groups are left out: trainers skip them unless they ask, so they never drain.
- */
+/** What a producer paces itself by: the run's rows of the `run_pacing` view, oldest version first. */
 export async function runPacing(db: D1Database, runId: string) {
   const rows = await db
     .prepare(
-      `SELECT COALESCE(policy_version_min, policy_version) AS version,
-         SUM(status = 'running') AS in_flight, SUM(status = 'landed') AS unleased
-       FROM groups
-       WHERE run_id = ?1 AND (status = 'running'
-         OR (status = 'landed' AND delivery_state = 'available' AND uniform = 0))
-       GROUP BY 1 ORDER BY 1`,
+      "SELECT policy_version AS version, in_flight, unleased FROM run_pacing WHERE run_id = ?1 ORDER BY 1",
     )
     .bind(runId)
     .all<{ version: number; in_flight: number; unleased: number }>();

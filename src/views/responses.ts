@@ -113,6 +113,7 @@ export function episodePageView(
 
 export type StartedGroup = ReturnType<typeof startedGroupView>;
 export type RunProgress = ReturnType<typeof runProgressView>;
+export type PolicyView = ReturnType<typeof policyView>;
 
 /** A run's policy as its trainer set it (GET and POST /v1/runs/:id/policy). */
 export function policyView(policy: RunPolicy) {

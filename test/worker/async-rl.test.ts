@@ -105,6 +105,17 @@ describe("asynchronous RL", () => {
       { run_id: "ar-bump", failure_reason: END.stale_policy, n: 3 },
       { run_id: "ar-bump-other", failure_reason: null, n: 2 },
     ]);
+    expect(await d1("SELECT * FROM run_policy_state WHERE run_id = 'ar-bump'")).toEqual([
+      expect.objectContaining({
+        version: 2,
+        max_lag: 1,
+        paused: 0,
+        groups_in_flight: 0,
+        groups_unleased: 0,
+        stale_episodes: 3,
+        stale_turns: 3,
+      }),
+    ]);
   });
 
   it("holds a paused run's generations, deadlines not started, until it resumes; then nothing fails", async () => {
@@ -121,6 +132,13 @@ describe("asynchronous RL", () => {
       ["generating", null],
       ["generating", null],
     ]);
+    // The dashboard shows the pause: the run's policy, and the group waiting on it.
+    const overview = await (await api("/?run=ar-pause")).text();
+    expect(overview).toMatch(/<h2>Policies<\/h2>/);
+    expect(overview).toMatch(
+      /<td>ar-pause<\/td><td class="num">1<\/td><td class="num">-<\/td><td>paused<\/td><td class="num">1<\/td>/,
+    );
+    expect(await (await api(`/groups/${id}`)).text()).toContain("paused for a weight sync");
     const run: Json = await (await api("/v1/runs/ar-pause")).json();
     expect(run.pacing).toEqual({
       in_flight: 1,
