@@ -134,6 +134,9 @@ export function renderReport(): void {
           rows: suites.flatMap((s) => s.rows),
         };
   const crash = read<CrashResult>("crash");
+  const policy = read<{ date: string; short: boolean; seconds: number; rows: Row[] }>(
+    "policy-crash",
+  );
   const load = read<LoadResult>("load");
   const sections = [
     "# Reliability",
@@ -177,6 +180,18 @@ export function renderReport(): void {
           `| every group landed exactly once, every episode accounted for | ${crash.ok ? "yes" : "**NO**"} |`,
         ].join("\n")
       : "Not run yet: `npm run test:crash`.",
+    "",
+    "## Policy changes during crashes",
+    "",
+    policy
+      ? [
+          `Produced by \`npm run test:policy-crash${policy.short ? " -- --short" : ""}\` on ${policy.date.slice(0, 10)} in ${policy.seconds.toFixed(0)} s: the trainer's`,
+          "policy calls (POST /v1/runs/:id/policy) while the workerd process tree is killed with SIGKILL and restarted",
+          "on the same state directory (a 1 s heartbeat, 5 s generation deadlines).",
+          "",
+          table(policy.rows),
+        ].join("\n")
+      : "Not run yet: `npm run test:policy-crash`.",
     "",
     "## Load",
     "",

@@ -1,0 +1,211 @@
+/**
+ * `npm run test:policy-crash [-- --short]`: the trainer's policy calls, through SIGKILLs of the
+ * workerd process tree (`wrangler dev`, restarted on the same state directory each time).
+ *
+ * - A version bump past `max_lag`: a wave of groups runs at version 0, the process is killed, the
+ *   trainer bumps to 2 as it comes back, a second wave starts at 2, and it is killed again. The
+ *   first wave's unfinished episodes must end `stale_policy` with their transcripts, the second
+ *   wave must complete, and every group must land exactly once.
+ * - A pause: groups start in a paused run, the process is killed while they wait, and they keep
+ *   waiting past a generation deadline after the restart; resumed, every episode must complete,
+ *   with no request reaching the host before the resume.
+ *
+ * Writes reliability/results/policy-crash.json and RELIABILITY.md.
+ */
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pMap from "p-map";
+import { applyMigrations, startWorker, stopProcessGroup } from "../src/cli/local-stack";
+import { apiTokensVar, localTokens } from "../src/cli/local-tokens";
+import { freePort } from "../src/cli/ports";
+import { runSql } from "../src/cli/sql";
+import { EdgerollClient, type GroupView } from "../src/client/edgeroll-client";
+import { END } from "../src/rollout/outcomes";
+import { startSimulator } from "../src/sim/server";
+import { countBy, flag, guessRequest, writeResult } from "./harness";
+import { renderReport } from "./report";
+import type { Row } from "./suites";
+
+const short = flag("short");
+const WAVE = short ? 6 : 16;
+const PAUSED_GROUPS = short ? 4 : 8;
+/** The generation deadline: a paused episode waits past it without timing out. */
+const DEADLINE_S = 5;
+
+const started = Date.now();
+const state = mkdtempSync(join(tmpdir(), "edgeroll-policy-crash-"));
+const simulator = await startSimulator({ latency: { ttftMs: 100, msPerToken: 4 } });
+applyMigrations(state);
+const tokens = localTokens(state);
+const worker = {
+  persistTo: state,
+  port: await freePort(),
+  inferenceUrl: simulator.url,
+  vars: {
+    HEARTBEAT_S: "1",
+    MAX_REDISPATCHES: "20",
+    GENERATION_DEADLINE_MIN_S: String(DEADLINE_S),
+    GENERATION_DEADLINE_MAX_S: String(DEADLINE_S),
+  },
+  secrets: { API_TOKENS: apiTokensVar(tokens) },
+};
+const client = new EdgerollClient({
+  baseUrl: `http://127.0.0.1:${worker.port}`,
+  token: tokens.admin,
+  attempts: 20,
+});
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sql = (query: string) => runSql(query, { persistTo: state });
+
+let process_: ChildProcess = await startWorker(worker);
+async function killAndRestart(): Promise<void> {
+  await stopProcessGroup(process_, "SIGKILL");
+  process_ = await startWorker(worker);
+}
+
+async function startAll(run: string, model: string, count: number, from = 0): Promise<string[]> {
+  return pMap(
+    Array.from({ length: count }, (_, i) => from + i),
+    async (i) =>
+      (
+        await client.startGroup(guessRequest(run, i, model), {
+          idempotencyKey: `${run}:${i}`,
+        })
+      ).group_id,
+    { concurrency: 8 },
+  );
+}
+
+const waitAll = (ids: readonly string[]): Promise<GroupView[]> =>
+  pMap(ids, (id) => client.waitForGroup(id, { timeoutMs: 300_000, intervalMs: 300 }), {
+    concurrency: 16,
+  });
+
+/** What D1 holds for a run, read with the Worker stopped: rows, duplicates, broken transcripts. */
+function landed(run: string) {
+  const episodes =
+    sql(`SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS ids,
+      SUM(status NOT IN ('completed', 'truncated', 'failed')) AS unaccounted
+      FROM episodes WHERE run_id = '${run}'`)[0] ?? {};
+  const broken = sql(`SELECT COUNT(*) AS n FROM (
+      SELECT e.id, e.turns, COUNT(m.seq) AS rows, MAX(m.seq) AS top, SUM(m.sampled) AS sampled
+      FROM episodes e JOIN messages m ON m.episode_id = e.id WHERE e.run_id = '${run}' GROUP BY e.id)
+    WHERE top + 1 != rows OR sampled != turns`)[0]?.n;
+  return {
+    groups: Number(sql(`SELECT COUNT(*) AS n FROM groups WHERE run_id = '${run}'`)[0]?.n ?? 0),
+    episodes: Number(episodes.n ?? 0),
+    duplicated: Number(episodes.n ?? 0) - Number(episodes.ids ?? 0),
+    unaccounted: Number(episodes.unaccounted ?? 0),
+    broken: Number(broken ?? 0),
+  };
+}
+
+const endOf = (e: GroupView["episodes"][number]) =>
+  e.failure_reason === null ? e.state : `failed: ${e.failure_reason}`;
+const describeEnds = (groups: readonly GroupView[]) =>
+  Object.entries(
+    countBy(
+      groups.flatMap((g) => g.episodes),
+      endOf,
+    ),
+  )
+    .map(([end, n]) => `${n} ${end}`)
+    .join(", ");
+
+const rows: Row[] = [];
+try {
+  // A version bump past max_lag, with a kill before it and one after.
+  const bumpRun = "policy-bump";
+  const bumpModel = "sim+latency:300";
+  await client.setPolicy(bumpRun, { version: 0, max_lag: 1 });
+  const first = await startAll(bumpRun, bumpModel, WAVE);
+  await sleep(1500);
+  await killAndRestart();
+  const bumped = await client.setPolicy(bumpRun, { version: 2 });
+  const second = await startAll(bumpRun, bumpModel, WAVE, WAVE);
+  await sleep(1500);
+  await killAndRestart();
+  const firstWave = await waitAll(first);
+  const secondWave = await waitAll(second);
+
+  // A pause, a kill while paused, a wait past the deadline, then the resume.
+  const pauseRun = "policy-pause";
+  const pauseModel = "sim+tag:paused";
+  const requestsFor = (model: string) => simulator.stats().byModel[model]?.requests ?? 0;
+  await client.setPolicy(pauseRun, { version: 0, paused: true });
+  const held = await startAll(pauseRun, pauseModel, PAUSED_GROUPS);
+  await sleep(3000);
+  const sentBeforeKill = requestsFor(pauseModel);
+  await killAndRestart();
+  await sleep((DEADLINE_S + 1) * 1000);
+  const sentWhilePaused = requestsFor(pauseModel);
+  const stillRunning = Number((await client.getRun(pauseRun)).groups.running ?? 0);
+  await client.setPolicy(pauseRun, { version: 1, paused: false });
+  const resumed = await waitAll(held);
+
+  await stopProcessGroup(process_);
+  const bumpRows = landed(bumpRun);
+  const pauseRows = landed(pauseRun);
+  const spans = sql(
+    `SELECT COUNT(*) AS n FROM groups WHERE run_id = '${pauseRun}' AND policy_version_min = 1 AND policy_version_max = 1`,
+  )[0]?.n;
+
+  const stale = firstWave
+    .flatMap((g) => g.episodes)
+    .filter((e) => e.failure_reason === END.stale_policy);
+  const firstOk = firstWave
+    .flatMap((g) => g.episodes)
+    .every((e) => e.state === "completed" || e.failure_reason === END.stale_policy);
+  const secondOk = secondWave.flatMap((g) => g.episodes).every((e) => e.state === "completed");
+  const bumpTotal = 2 * WAVE;
+  rows.push({
+    fault: "trainer: version bump past max_lag between two SIGKILLs",
+    tried: `${WAVE} groups of 4 at v0 (max_lag 1), SIGKILL, bump to v2 as the Worker came back (${bumped.groups_notified} groups told at once, the rest on their heartbeat), ${WAVE} more at v2, SIGKILL again`,
+    outcome: `first wave: ${describeEnds(firstWave)}; second wave: ${describeEnds(secondWave)}; ${bumpRows.groups}/${bumpTotal} groups in D1, ${bumpRows.broken} broken transcripts`,
+    expected:
+      "the first wave's unfinished episodes end stale_policy with their transcripts; the second wave completes; every group lands once",
+    lost: bumpTotal * 4 - bumpRows.episodes,
+    duplicated: bumpRows.duplicated,
+    ok:
+      stale.length > 0 &&
+      firstOk &&
+      secondOk &&
+      bumpRows.groups === bumpTotal &&
+      bumpRows.episodes === bumpTotal * 4 &&
+      bumpRows.duplicated === 0 &&
+      bumpRows.broken === 0 &&
+      bumpRows.unaccounted === 0,
+  });
+  const resumedOk = resumed.every(
+    (g) => g.status === "landed" && g.episodes.every((e) => e.state === "completed"),
+  );
+  rows.push({
+    fault: "trainer: pause, SIGKILL while paused, then resume",
+    tried: `${PAUSED_GROUPS} groups of 4 started paused; 3 s paused, SIGKILL, restart, ${DEADLINE_S + 1} s more paused (past the ${DEADLINE_S} s generation deadline); resumed at v1`,
+    outcome: `host requests while paused: ${sentBeforeKill} before the kill, ${sentWhilePaused} after; ${stillRunning} groups still running at the resume; then ${describeEnds(resumed)}; ${spans}/${PAUSED_GROUPS} groups sampled only by v1`,
+    expected:
+      "nothing sent while paused; nothing fails or is lost; all complete once resumed, at the new version",
+    lost: PAUSED_GROUPS * 4 - pauseRows.episodes,
+    duplicated: pauseRows.duplicated,
+    ok:
+      sentWhilePaused === 0 &&
+      stillRunning === PAUSED_GROUPS &&
+      resumedOk &&
+      Number(spans) === PAUSED_GROUPS &&
+      pauseRows.episodes === PAUSED_GROUPS * 4 &&
+      pauseRows.duplicated === 0 &&
+      pauseRows.broken === 0,
+  });
+  const seconds = (Date.now() - started) / 1000;
+  writeResult("policy-crash", { date: new Date().toISOString(), short, seconds, rows });
+  renderReport();
+  for (const row of rows)
+    console.log(`${row.ok ? "as expected" : "NOT AS EXPECTED"}: ${row.fault}: ${row.outcome}`);
+  process.exitCode = rows.every((r) => r.ok) ? 0 : 1;
+} finally {
+  await stopProcessGroup(process_);
+  await simulator.close();
+  rmSync(state, { recursive: true, force: true });
+}
