@@ -107,6 +107,16 @@ const WORKERD_TESTS = [
     "exactly 2 requests (one retry), then `generation_timeout`; late output never in the transcript",
   ],
   [
+    "trainer bumps the version past max_lag",
+    "test/worker/async-rl.test.ts",
+    "generations hang on turn 2; the bump aborts them (one request each, no timeout retry): every episode ends `stale_policy` with its transcript, the group lands, another run's group completes",
+  ],
+  [
+    "trainer pauses the run",
+    "test/worker/async-rl.test.ts",
+    "paused longer than the 2 s deadline: no host request, no episode failed; resumed, every episode completes, each turn recording the new version",
+  ],
+  [
     "request schemas, fuzzed",
     "test/worker/fuzz.test.ts",
     "150 mutated or random bodies for POST /v1/groups and 150 for the lease: no 5xx, a refusal stores nothing",
