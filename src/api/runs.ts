@@ -29,14 +29,20 @@ const PolicyRequestSchema = z.strictObject({
 
 /** Group objects told of a change at once; a run's running groups can be many. */
 const PUSH_CONCURRENCY = 16;
+/**
+ * Groups told per POST: each push is a subrequest, and a request may make 1,000 of them on the
+ * older Workers plans (10,000 now). Groups beyond it learn of the change on their heartbeat.
+ */
+export const MAX_PUSHES = 900;
 
 /**
  * Tells each running group of the run about the change before answering, so that once the POST
  * returns a pause holds every new generation and a bump is what the next turns record. A group
- * that cannot be reached (it is restarting) reads the policy on its next heartbeat instead.
+ * that cannot be reached (it is restarting), or one past MAX_PUSHES, reads the policy on its
+ * next heartbeat instead.
  */
 async function pushToRunningGroups(env: Env, policy: RunPolicy): Promise<number> {
-  const ids = await runningGroupIds(env.DB, policy.runId);
+  const ids = (await runningGroupIds(env.DB, policy.runId)).slice(0, MAX_PUSHES);
   const known = knownPolicy(policy);
   const told = await pMap(
     ids,

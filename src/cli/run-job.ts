@@ -94,12 +94,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * group registers in D1 before the start answers): two at once could both see room for one.
  */
 function pacedStarts(client: EdgerollClient, job: Job) {
+  const { maxAhead } = job;
+  // Unpaced, starts go out as fast as `concurrency` allows.
+  if (maxAhead === undefined) return <T>(start: () => Promise<T>) => start();
   let last: Promise<unknown> = Promise.resolve();
   return <T>(start: () => Promise<T>): Promise<T> => {
     const turn = last.then(async () => {
-      if (job.maxAhead !== undefined)
-        while ((await client.getRun(job.runId)).pacing.ahead >= job.maxAhead)
-          await sleep(job.paceIntervalMs ?? 1000);
+      while ((await client.getRun(job.runId)).pacing.ahead >= maxAhead)
+        await sleep(job.paceIntervalMs ?? 1000);
       return start();
     });
     last = turn.catch(() => {});

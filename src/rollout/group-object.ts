@@ -116,18 +116,22 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    */
   async policyChanged(policy: KnownPolicy): Promise<void> {
     if (!this.store.exists() || !this.policy.apply(policy)) return;
-    await this.followPolicy();
-    // A wake-up too: an instance that restarted while paused resumes without waiting for its alarm.
+    this.followPolicy();
+    // A wake-up too: an instance that restarted while paused resumes without waiting for its
+    // alarm, and a group cancelled with no driver left lands. Not awaited: the trainer's POST
+    // does not wait for a landing.
     if (this.drivers.size === 0 && this.finishing === null) this.resume().catch(() => {});
   }
 
   override async alarm(): Promise<void> {
     if (!this.store.exists()) return;
     const due = this.store.dueTimers(Date.now());
-    const registered = due.includes(TIMER_REGISTER) && (await this.register());
-    // The heartbeat re-reads the run's policy: a change whose push did not get here (the object
-    // was restarting) still arrives, within HEARTBEAT_S.
-    if (registered || this.policy.known() !== null) await this.refreshPolicy();
+    if (due.includes(TIMER_REGISTER)) await this.register();
+    // The heartbeat re-reads the run's policy (also right after a late registration): a change
+    // whose push did not get here (the object was restarting) still arrives within HEARTBEAT_S,
+    // and so does a run's first one, which may be a pause. Only while episodes run: a policy
+    // change no longer matters to a group being scored or landed.
+    if (this.store.group().phase === "running") await this.refreshPolicy();
     // Retry, scoring and landing timers only wake the object; resume() does the work.
     for (const name of due) if (name !== TIMER_REGISTER) this.store.clearTimer(name);
     await this.resume();
@@ -277,25 +281,24 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     try {
       const policy = await readRunPolicy(this.env.DB, this.store.group().spec.request.run_id);
       if (policy !== null && this.store.exists() && this.policy.apply(knownPolicy(policy)))
-        await this.followPolicy();
+        this.followPolicy();
     } catch (error) {
       console.warn(`run policy not read: ${errorMessage(error)}`);
     }
   }
 
-  /** After a policy change: cancel the group if it went stale; a resumed run's drivers go on. */
-  private async followPolicy(): Promise<void> {
+  /**
+   * After a policy change: cancel the group if it went stale (its caller then resumes it, which
+   * lands it once every episode has ended); a resumed run's drivers go on by themselves.
+   */
+  private followPolicy(): void {
     const policy = this.policy.known();
-    if (policy === null || this.store.group().phase !== "running") return;
-    const detail = staleness(
-      policy,
-      this.policy.lowest(this.store.group().spec.request.policy_version),
-    );
+    const lowest = this.policy.lowest();
+    if (policy === null || lowest === null || this.store.group().phase !== "running") return;
+    const detail = staleness(policy, lowest);
     if (detail === null) return;
     this.policy.markStale(detail);
     this.endStale(detail);
-    // With no driver left to end the last episode, nothing else would land the group.
-    void this.finishWhenDone();
   }
 
   /**
@@ -304,8 +307,11 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    */
   private endStale(detail: string): void {
     for (const episode of this.store.episodes())
-      if (!TERMINAL_STATES.includes(episode.state) && !this.drivers.has(episode.idx))
+      if (!TERMINAL_STATES.includes(episode.state) && !this.drivers.has(episode.idx)) {
         this.store.finish(episode.idx, failed(END.stale_policy, detail));
+        // A parked retry's timer would only wake the object for nothing.
+        this.store.clearTimer(`retry:${episode.idx}`);
+      }
   }
 
   /** On-policy distillation: the teacher scores the student's tokens before rewards are. */

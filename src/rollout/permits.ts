@@ -15,8 +15,12 @@ export interface Permits {
    * answer instead of asking again. What cannot be granted at once queues per episode.
    */
   prefetch(episodes: readonly number[], leaseMs: number): void;
-  /** Makes sure the episode holds a permit, waiting in the fair queue if the limit is reached. */
-  hold(episode: number, leaseMs: number): Promise<void>;
+  /**
+   * Makes sure the episode holds a permit, waiting in the fair queue if the limit is reached.
+   * True once it does; false if `interrupt` fired first (its run paused, or its group was
+   * cancelled): its place in line is given up, and it holds nothing.
+   */
+  hold(episode: number, leaseMs: number, interrupt?: AbortSignal): Promise<boolean>;
   /** Gives the episode's permit back: it ended, parked, or its driver stopped. */
   drop(episode: number): void;
   /** Frees what an earlier instance of this group held; called once when it resumes. */
@@ -38,9 +42,25 @@ async function retrying<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
+/** True once `waiting` settles (rejecting as it does), false as soon as `signal` fires. */
+function unlessInterrupted(waiting: Promise<unknown>, signal: AbortSignal | undefined) {
+  if (signal === undefined) return waiting.then(() => true);
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve, reject) => {
+    const onAbort = () => resolve(false);
+    signal.addEventListener("abort", onAbort, { once: true });
+    waiting
+      .then(
+        () => resolve(true),
+        (error) => reject(error),
+      )
+      .finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 const unlimited: Permits = {
   prefetch: () => {},
-  hold: async () => {},
+  hold: async (_episode, _leaseMs, interrupt) => interrupt?.aborted !== true,
   drop: () => {},
   reset: async () => {},
 };
@@ -87,6 +107,15 @@ export function groupPermits(
     if (held.delete(episode)) giveBack(episode);
   };
 
+  /** The episode wants no permit: one granted later goes straight back, a queued ask is withdrawn. */
+  const drop = (episode: number) => {
+    if (asking.has(episode)) {
+      unwanted.add(episode);
+      giveBack(episode);
+    }
+    release(episode);
+  };
+
   /** Records what the limiter granted; a permit no driver wants any more goes straight back. */
   const granted = (episode: number, leaseMs: number) => {
     held.set(episode, Date.now() + leaseMs);
@@ -129,25 +158,28 @@ export function groupPermits(
         );
       }
     },
-    async hold(episode, leaseMs) {
+    async hold(episode, leaseMs, interrupt) {
+      const interrupted = () => {
+        drop(episode);
+        return false;
+      };
       for (;;) {
+        if (interrupt?.aborted) return interrupted();
         unwanted.delete(episode);
         // Waits for any ask already on its way (a prefetch, say); a failed one is asked again.
-        while (asking.has(episode)) await asking.get(episode)?.catch(() => {});
-        if (fresh(episode, leaseMs)) return;
+        while (asking.has(episode)) {
+          const ask = asking.get(episode)?.catch(() => {}) ?? Promise.resolve();
+          if (!(await unlessInterrupted(ask, interrupt))) return interrupted();
+        }
+        if (fresh(episode, leaseMs)) return true;
         track(episode, acquireOne(episode, leaseMs));
         // Settles granted, or ungranted if a release sent earlier withdrew it: then ask again.
-        await asking.get(episode);
+        // A limiter that stays unreachable fails the hold, as it always did.
+        const ask = asking.get(episode) ?? Promise.resolve();
+        if (!(await unlessInterrupted(ask, interrupt))) return interrupted();
       }
     },
-    drop(episode) {
-      if (asking.has(episode)) {
-        // Granted later, it goes straight back; still queued, the release withdraws it.
-        unwanted.add(episode);
-        giveBack(episode);
-      }
-      release(episode);
-    },
+    drop,
     async reset() {
       held.clear();
       unwanted.clear();

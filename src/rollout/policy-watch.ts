@@ -39,6 +39,8 @@ export function staleness(policy: KnownPolicy, lowest: number): string | null {
 export class PolicyWatch {
   private cache: State | null = null;
   private readonly cancel = new AbortController();
+  /** Fires at the next pause or cancellation; renewed each time it fires. */
+  private interrupts = new AbortController();
   /** Generations waiting for the run to resume, or for the group to be cancelled. */
   private waiters: (() => void)[] = [];
 
@@ -94,6 +96,20 @@ export class PolicyWatch {
     return this.cancel.signal;
   }
 
+  /**
+   * Fires at the next pause or cancellation: an episode queued for a permit gives its place up
+   * then, rather than wait for a permit it could not use.
+   */
+  get interruption(): AbortSignal {
+    if (this.paused || this.stale !== null) return AbortSignal.abort();
+    return this.interrupts.signal;
+  }
+
+  private interrupt(): void {
+    this.interrupts.abort();
+    this.interrupts = new AbortController();
+  }
+
   /** Takes an update if it is newer than what this group knows; true if it was. */
   apply(policy: KnownPolicy): boolean {
     const known = this.state.policy;
@@ -108,7 +124,8 @@ export class PolicyWatch {
       policy.revision,
     );
     this.state.policy = { ...policy };
-    if (!policy.paused) this.wake();
+    if (policy.paused) this.interrupt();
+    else this.wake();
     return true;
   }
 
@@ -120,6 +137,7 @@ export class PolicyWatch {
     this.sql.exec("UPDATE run_policy SET stale = ? WHERE id = 1", detail);
     this.state.stale = detail;
     this.cancel.abort(new Error(detail));
+    this.interrupt();
     this.wake();
   }
 
@@ -166,12 +184,16 @@ export class PolicyWatch {
       : { min: Math.min(...versions), max: Math.max(...versions) };
   }
 
-  /** The group's lowest version: its oldest turn's, or the one it started at before any. */
-  lowest(groupVersion: number): number {
-    let lowest = Number.POSITIVE_INFINITY;
+  /**
+   * The group's lowest version: the oldest its generations were sent at. Null before the first:
+   * a group that has sent nothing is sampled by whatever version its first turns are sent at.
+   */
+  lowest(): number | null {
+    let lowest: number | null = null;
     for (const episode of this.state.turns.values())
-      for (const version of episode.values()) lowest = Math.min(lowest, version);
-    return lowest === Number.POSITIVE_INFINITY ? groupVersion : lowest;
+      for (const version of episode.values())
+        lowest = lowest === null ? version : Math.min(lowest, version);
+    return lowest;
   }
 
   /** After landing: storage is gone, so is what was read from it. */

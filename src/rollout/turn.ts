@@ -109,20 +109,28 @@ async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage
 
 /**
  * Waits until the episode may send a generation: it holds a permit and its run is not paused.
- * A paused run's episodes give their permits back while they wait, so a weight sync in one run
- * never holds up another's generations, and no deadline runs meanwhile. False if the group was
- * cancelled as stale instead.
+ * A paused run's episodes give their permits back while they wait (and a pause gives up the
+ * place in line of one still queued), so a weight sync in one run never holds up another's
+ * generations, and no deadline runs meanwhile. `after_pause` if it waited for a resume,
+ * `cancelled` if the group was cancelled as stale instead.
  */
-async function admit(rt: GroupRuntime, idx: number): Promise<boolean> {
+async function admit(
+  rt: GroupRuntime,
+  idx: number,
+): Promise<"ready" | "after_pause" | "cancelled"> {
+  let paused = false;
   for (;;) {
     if (rt.policy.paused) {
+      paused = true;
       rt.permits.drop(idx);
       await rt.policy.untilRunnable();
     }
-    if (rt.policy.stale !== null) return false;
-    await rt.permits.hold(idx, permitLeaseMs(rt));
-    // Paused while it queued for the permit: it waits again, the permit given back.
-    if (!rt.policy.paused) return rt.policy.stale === null;
+    if (rt.policy.stale !== null) return "cancelled";
+    // Interrupted by a pause or the cancellation while queued: go round again.
+    if (!(await rt.permits.hold(idx, permitLeaseMs(rt), rt.policy.interruption))) continue;
+    if (rt.policy.stale !== null) return "cancelled";
+    // Paused just as the permit came: it waits again, the permit given back.
+    if (!rt.policy.paused) return paused ? "after_pause" : "ready";
   }
 }
 
@@ -169,12 +177,13 @@ async function sample(
   const windowMs = generationDeadlineMs(config, request.max_context_tokens);
   // The deadline clock starts when the request is sent, not while it waits for a permit or for
   // a paused run to resume.
-  if (!(await admit(rt, idx))) return;
-  // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one.
-  const deadlineAt = generation?.deadlineAt ?? Date.now() + windowMs;
+  const admitted = await admit(rt, idx);
+  if (admitted === "cancelled") return;
+  // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one, and so
+  // does a parked retry that then waited out a pause (the pause must not use up its window).
+  let deadlineAt =
+    admitted === "ready" && generation?.deadlineAt ? generation.deadlineAt : Date.now() + windowMs;
   store.markSent(idx, deadlineAt);
-  // The version that samples this turn: the run's as the group knows it at the moment of sending.
-  rt.policy.recordSend(idx, store.episode(idx).turns, rt.policy.versionNow(request.policy_version));
   const endpoint = { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY };
   let retriesLeft = Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0));
   let prompt: Int32Array | undefined;
@@ -202,7 +211,15 @@ async function sample(
       store.finish(idx, { state: "truncated", reason: END.context_budget, detail });
       return;
     }
+    // Paused or cancelled while the prompt was built: nothing goes out until the run resumes.
+    if (rt.policy.paused || rt.policy.stale !== null) {
+      if ((await admit(rt, idx)) === "cancelled") return;
+      deadlineAt = Date.now() + windowMs;
+      store.markSent(idx, deadlineAt);
+    }
   }
+  // The version that samples this turn: the run's as the group knows it as the request goes out.
+  rt.policy.recordSend(idx, store.episode(idx).turns, rt.policy.versionNow(request.policy_version));
   const outcome = await generate(
     endpoint,
     {
@@ -226,7 +243,10 @@ async function sample(
     },
   );
   await rt.writeTurn();
-  if (outcome.kind !== "ok") return settle(rt, idx, outcome, deadlineAt, windowMs);
+  // Cancelled meanwhile: what came back is kept if it is an action; otherwise the driver ends
+  // the episode as stale rather than park or fail it.
+  if (outcome.kind !== "ok")
+    return rt.policy.stale === null ? settle(rt, idx, outcome, deadlineAt, windowMs) : undefined;
   recordAction(rt, idx, transcript, outcome);
 }
 

@@ -120,7 +120,9 @@ describe("asynchronous RL", () => {
 
   it("holds a paused run's generations, deadlines not started, until it resumes; then nothing fails", async () => {
     const model = "sim+tag:paused";
-    await setPolicy("ar-pause", { version: 1, paused: true });
+    // max_lag 0: the resume's bump would cancel a group that had sampled at 1; this one has
+    // sent nothing, so its turns are all the new version's.
+    await setPolicy("ar-pause", { version: 1, max_lag: 0, paused: true });
     const id = await startGroup(group("ar-pause", model, 2));
     // Longer than a generation's deadline (2 s here), and several heartbeats (1 s) that re-read
     // the policy: none sends anything, none times out.
@@ -136,7 +138,7 @@ describe("asynchronous RL", () => {
     const overview = await (await api("/?run=ar-pause")).text();
     expect(overview).toMatch(/<h2>Policies<\/h2>/);
     expect(overview).toMatch(
-      /<td>ar-pause<\/td><td class="num">1<\/td><td class="num">-<\/td><td>paused<\/td><td class="num">1<\/td>/,
+      /<td>ar-pause<\/td><td class="num">1<\/td><td class="num">0<\/td><td>paused<\/td><td class="num">1<\/td>/,
     );
     expect(await (await api(`/groups/${id}`)).text()).toContain("paused for a weight sync");
     const run: Json = await (await api("/v1/runs/ar-pause")).json();
@@ -198,22 +200,59 @@ describe("asynchronous RL", () => {
     });
   });
 
-  it("lets a pause catch generations in flight finish, then holds the next ones", async () => {
-    const model = "sim+latency:400+tag:midpause";
+  it("lets the generation in flight when the pause comes finish normally, then holds the next ones", async () => {
+    const model = "sim+latency:600+tag:midpause";
     await setPolicy("ar-midpause", { version: 0 });
     const id = await startGroup(group("ar-midpause", model, 1));
-    await until(id, (g) => g.episodes[0].turns >= 1, "sampled a turn");
+    // The second generation is on its way to the host (sent, not yet answered).
+    await until(
+      id,
+      (g) => g.episodes[0].turns === 1 && g.episodes[0].state === "generating",
+      "sampling its second turn",
+    );
+    for (let i = 0; (await simulatorRequests(model)) < 2; i++) {
+      if (i > 400) throw new Error("the second generation was never sent");
+      await sleep(5);
+    }
     await setPolicy("ar-midpause", { version: 0, paused: true });
-    // The generation in flight when the pause came (if any) finishes; then nothing more is sent.
-    await until(id, (g) => g.episodes[0].state === "generating", "back to generating");
-    const sent = await simulatorRequests(model);
-    await sleep(2_500);
-    expect(await simulatorRequests(model)).toBe(sent);
-    const held = await getGroup(id);
+    // It comes back as usual and is recorded; the step runs; the next generation waits.
+    const held = await until(id, (g) => g.episodes[0].turns === 2, "recorded the turn in flight");
     expect(held.episodes[0].failure_reason).toBeNull();
+    await sleep(2_500);
+    expect(await simulatorRequests(model)).toBe(2);
+    const waiting = await getGroup(id);
+    expect(waiting.episodes[0]).toMatchObject({
+      turns: 2,
+      state: "generating",
+      failure_reason: null,
+    });
     await setPolicy("ar-midpause", { version: 1, paused: false });
     const landed = await waitForGroup(id);
     expect(landed.episodes[0].state).toBe("completed");
+    const episode = await getEpisode(landed.episodes[0].episode_id);
+    const versions = episode.messages
+      .filter((m: Json) => m.sampled)
+      .map((m: Json) => m.policy_version);
+    expect(versions.slice(0, 2)).toEqual([0, 0]);
+    expect(versions.slice(2).every((v: number) => v === 1)).toBe(true);
+  });
+
+  it("gives a parked retry that waits out a pause a fresh deadline: the pause does not time it out", async () => {
+    // The second generation's first try is a 429 asking for 1.5 s: parked, inside a 2 s window.
+    const model = "sim+fail:429:1@1+retryafter:1.5";
+    await setPolicy("ar-parked", { version: 0 });
+    const id = await startGroup(group("ar-parked", model, 1));
+    await until(id, (g) => g.episodes[0].retry_at !== null, "parked its retry");
+    await setPolicy("ar-parked", { version: 0, paused: true });
+    // Past the retry time and the old window's end.
+    await sleep(2_500);
+    await setPolicy("ar-parked", { version: 1, paused: false });
+    const landed = await waitForGroup(id);
+    expect(landed.episodes[0].state).toBe("completed");
+    const episode = await getEpisode(landed.episodes[0].episode_id);
+    const retried = episode.messages.filter((m: Json) => m.sampled)[1];
+    // The 429, then the answer: no attempt lost to a window the pause used up.
+    expect(retried).toMatchObject({ attempts: 2, policy_version: 1 });
   });
 
   it("records the version each turn was sent at; the episode's span covers both sides of a change, and leases filter on its lowest", async () => {

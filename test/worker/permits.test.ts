@@ -73,6 +73,28 @@ describe("a group's permits", () => {
     expect(await limiter.stats()).toEqual({ inFlight: 0, waiting: 0 });
   });
 
+  it("gives up a queued ask when interrupted (its run paused), and takes no permit later", async () => {
+    const limiter = freshLimiter();
+    await limiter.stub.acquire("other:0", "other", LEASE, 1);
+    const permits = groupPermits(env, "g", 1, limiter.name);
+    const pause = new AbortController();
+    const holding = permits.hold(0, LEASE, pause.signal);
+    await settle();
+    expect(await limiter.stats()).toEqual({ inFlight: 1, waiting: 1 });
+    pause.abort();
+    expect(await holding).toBe(false);
+    await eventually(async () =>
+      expect(await limiter.stats()).toEqual({ inFlight: 1, waiting: 0 }),
+    );
+    // The permit it queued for goes to nobody: the episode asks again once the run resumes.
+    await limiter.stub.release("other:0");
+    await settle();
+    expect(await limiter.stats()).toEqual({ inFlight: 0, waiting: 0 });
+    expect(await permits.hold(0, LEASE, new AbortController().signal)).toBe(true);
+    expect(await limiter.stats()).toEqual({ inFlight: 1, waiting: 0 });
+    permits.drop(0);
+  });
+
   it("queues once for an episode that goes straight to a generation as its driver starts", async () => {
     const limiter = freshLimiter();
     await limiter.stub.acquire("other:0", "other", LEASE, 1);
