@@ -162,7 +162,7 @@ try {
   const bumpTotal = 2 * WAVE;
   rows.push({
     fault: "trainer: version bump past max_lag between two SIGKILLs",
-    tried: `${WAVE} groups of 4 at v0 (max_lag 1), SIGKILL, bump to v2 as the Worker came back (${bumped.groups_notified} groups told at once, the rest on their heartbeat), ${WAVE} more at v2, SIGKILL again`,
+    tried: `${WAVE} groups of 4 at v0 (max_lag 1), SIGKILL, bump to v2 as the Worker came back (${bumped.groups_notified} of ${bumped.groups_running} running groups told at once, the rest on their heartbeat), ${WAVE} more at v2, SIGKILL again`,
     outcome: `first wave: ${describeEnds(firstWave)}; second wave: ${describeEnds(secondWave)}; ${bumpRows.groups}/${bumpTotal} groups in D1, ${bumpRows.broken} broken transcripts`,
     expected:
       "the first wave's unfinished episodes end stale_policy with their transcripts; the second wave completes; every group lands once",

@@ -41,8 +41,12 @@ export const MAX_PUSHES = 900;
  * that cannot be reached (it is restarting), or one past MAX_PUSHES, reads the policy on its
  * next heartbeat instead.
  */
-async function pushToRunningGroups(env: Env, policy: RunPolicy): Promise<number> {
-  const ids = (await runningGroupIds(env.DB, policy.runId)).slice(0, MAX_PUSHES);
+async function pushToRunningGroups(
+  env: Env,
+  policy: RunPolicy,
+): Promise<{ running: number; told: number }> {
+  const running = await runningGroupIds(env.DB, policy.runId);
+  const ids = running.slice(0, MAX_PUSHES);
   const known = knownPolicy(policy);
   const told = await pMap(
     ids,
@@ -55,7 +59,7 @@ async function pushToRunningGroups(env: Env, policy: RunPolicy): Promise<number>
         ),
     { concurrency: PUSH_CONCURRENCY },
   );
-  return told.filter(Boolean).length;
+  return { running: running.length, told: told.filter(Boolean).length };
 }
 
 export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
@@ -99,7 +103,13 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
           "policy_version_regressed",
           `version: run "${id}" is at policy version ${set.current.version}; a run's version only moves forward (start a new run to train from an older checkpoint)`,
         );
-      const notified = await pushToRunningGroups(c.env, set.policy);
-      return c.json({ ...policyView(set.policy), groups_notified: notified });
+      const pushed = await pushToRunningGroups(c.env, set.policy);
+      // Fewer told than running: the rest follow within a heartbeat (HEARTBEAT_S); a trainer
+      // about to sync weights waits that long first.
+      return c.json({
+        ...policyView(set.policy),
+        groups_running: pushed.running,
+        groups_notified: pushed.told,
+      });
     },
   );

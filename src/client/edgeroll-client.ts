@@ -41,8 +41,11 @@ export interface RunPolicyUpdate {
 
 export type RunPolicyView = PolicyView;
 
-/** `setPolicy`'s answer: the policy, and how many running groups were told of it at once. */
-export type RunPolicySet = PolicyView & { groups_notified: number };
+/**
+ * `setPolicy`'s answer: the policy, the run's running groups, and how many of them were told of
+ * it at once (the rest follow within a heartbeat).
+ */
+export type RunPolicySet = PolicyView & { groups_running: number; groups_notified: number };
 
 export type StartGroupInput = z.input<typeof StartGroupRequestSchema>;
 export type LeaseInput = z.input<typeof LeaseRequestSchema>;

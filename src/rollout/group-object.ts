@@ -47,6 +47,8 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
   private readonly drivers = new Map<number, Promise<void>>();
   private runtime: GroupRuntime | null = null;
   private finishing: Promise<void> | null = null;
+  /** The first wake's release of what an earlier instance held; every wake waits for it. */
+  private permitsReset: Promise<void> | null = null;
   /** This instance created the group: no earlier instance can have held permits for it. */
   private createdHere = false;
 
@@ -141,28 +143,42 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
   /** Everything this object should be doing, started if it is not already running. */
   private async resume(): Promise<void> {
     if (!this.store.exists()) return;
-    const group = this.store.group();
     if (this.runtime === null) {
-      this.runtime = {
-        spec: group.spec,
+      const { spec } = this.store.group();
+      const runtime: GroupRuntime = {
+        spec,
         store: this.store,
         tokens: this.tokens,
         config: this.config,
         stepWorker: stepWorker(this.env),
-        permits: groupPermits(this.env, group.spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
+        permits: groupPermits(this.env, spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
         writeTurn: sharedWriteTurn(),
         seams: { measuring: null },
         tools: this.toolStore,
         policy: this.policy,
       };
-      if (!this.createdHere) {
-        // First wake of this instance: permits held by an earlier one went with its generations.
-        await this.runtime.permits.reset();
-        // The group may have landed (and its storage gone) while this call waited.
-        if (!this.store.exists()) return;
-      }
+      this.runtime = runtime;
+      // First wake of this instance: permits held by an earlier one went with its generations.
+      // A reset that fails is tried again by the next wake.
+      this.permitsReset = this.createdHere
+        ? null
+        : runtime.permits.reset().catch((error) => {
+            if (this.runtime === runtime) this.runtime = null;
+            this.permitsReset = null;
+            throw error;
+          });
     }
+    // Every wake waits for that reset, not only the first: a driver started before it ends
+    // would have its new permits released under it.
+    const reset = this.permitsReset;
+    if (reset !== null) {
+      await reset;
+      if (this.permitsReset === reset) this.permitsReset = null;
+    }
+    // The group may have landed (and its storage gone) while this call waited.
+    if (!this.store.exists() || this.runtime === null) return;
     const runtime = this.runtime;
+    const group = this.store.group();
     if (group.phase === "running" && this.policy.stale !== null) this.endStale(this.policy.stale);
     if (group.phase === "running") {
       const now = Date.now();

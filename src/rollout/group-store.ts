@@ -492,6 +492,15 @@ export class GroupStore {
     this.setGeneration(idx, { state: "sent", sentAt, deadlineAt, retryAt: null });
   }
 
+  /**
+   * A generation marked sent that did not go out after all (its run paused while its prompt was
+   * being built): back to waiting, so a restart meanwhile is not counted as a lost request.
+   */
+  unsendGeneration(idx: number): void {
+    this.sql.exec("UPDATE generations SET state = 'queued', deadline_at = NULL WHERE idx = ?", idx);
+    this.setGeneration(idx, { state: "queued", deadlineAt: null });
+  }
+
   /** A generation sent by an earlier instance of this object, lost with it: send it again. */
   recordRedispatch(idx: number): void {
     this.storage.transactionSync(() => {

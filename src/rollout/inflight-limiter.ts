@@ -112,7 +112,9 @@ export class InflightLimiter extends DurableObject<Env> {
 
   /** A group restarted: the permits its earlier instance held belong to episodes it lost. */
   async releaseGroup(group: string): Promise<void> {
-    // Its waiters are dead calls too: granting them would only leak permits.
+    // Its waiters are dead calls too: granting them would only leak permits. Each is answered
+    // (not granted), so none can hang a caller that is still there.
+    for (const waiter of this.waiting.get(group) ?? []) waiter.answer(false);
     this.forgetWaiters(group);
     for (const [ticket, permit] of this.permits) if (permit.group === group) this.drop(ticket);
     this.pump();

@@ -141,7 +141,10 @@ export function groupPermits(
   return {
     prefetch(episodes, leaseMs) {
       const wanted = episodes.filter((e) => !asking.has(e) && !fresh(e, leaseMs));
-      for (const e of episodes) unwanted.delete(e);
+      for (const e of episodes) {
+        releasing?.episodes.delete(e);
+        unwanted.delete(e);
+      }
       if (wanted.length === 0) return;
       const batch = retrying(() =>
         limiter.acquireMany(wanted.map(ticket), groupId, leaseMs, limit),
@@ -165,6 +168,9 @@ export function groupPermits(
       };
       for (;;) {
         if (interrupt?.aborted) return interrupted();
+        // Wanted again before its release went out: the release is taken back, or it would
+        // reach the limiter after this ask and take away the permit it renews.
+        releasing?.episodes.delete(episode);
         unwanted.delete(episode);
         // Waits for any ask already on its way (a prefetch, say); a failed one is asked again.
         while (asking.has(episode)) {

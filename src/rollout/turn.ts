@@ -213,6 +213,7 @@ async function sample(
     }
     // Paused or cancelled while the prompt was built: nothing goes out until the run resumes.
     if (rt.policy.paused || rt.policy.stale !== null) {
+      store.unsendGeneration(idx);
       if ((await admit(rt, idx)) === "cancelled") return;
       deadlineAt = Date.now() + windowMs;
       store.markSent(idx, deadlineAt);

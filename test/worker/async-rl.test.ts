@@ -71,7 +71,7 @@ describe("asynchronous RL", () => {
       "waiting on its second generation",
     );
     const bumped = await setPolicy("ar-bump", { version: 2 });
-    expect(bumped.groups_notified).toBe(1);
+    expect(bumped).toMatchObject({ groups_running: 1, groups_notified: 1 });
 
     const landed = await waitForGroup(stale);
     expect(landed.status).toBe("failed");
