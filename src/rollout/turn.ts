@@ -9,6 +9,7 @@ import {
   type GenerationFailure,
   type GenerationOutcome,
   generate,
+  type InferenceEndpoint,
   refusesTokenFields,
 } from "../inference/client";
 import {
@@ -147,6 +148,72 @@ const INLINE_BACKOFF_MS = 1000;
  */
 const GROUP_WHOLE_STREAM_BYTES = 16 * 2 ** 20;
 
+/**
+ * Token-in generation: the prompt as ids, built by the host's tokenizer as part of the attempt
+ * (under its deadline, out of its retries). The generation is marked sent already, so an
+ * eviction while tokenizing counts as a re-dispatch, as one while generating does. `stop` when
+ * this pass goes no further (the episode ended, or its generation is queued again), `parked`
+ * when it waits on a timer.
+ */
+async function tokenPrompt(
+  rt: GroupRuntime,
+  idx: number,
+  transcript: readonly ChatMessage[],
+  attempt: { endpoint: InferenceEndpoint; deadlineAt: number; retriesLeft: number },
+): Promise<
+  | { kind: "ok"; ids: Int32Array; deadlineAt: number; retriesLeft: number }
+  | { kind: "stop" | "parked" }
+> {
+  const { store, spec } = rt;
+  const { request } = spec;
+  const windowMs = generationDeadlineMs(rt.config, request.max_context_tokens);
+  const built = await tokenInPrompt(
+    {
+      endpoint: attempt.endpoint,
+      model: request.sampling.model,
+      tokens: rt.tokens,
+      seams: rt.seams,
+    },
+    idx,
+    transcript,
+    {
+      deadlineAt: attempt.deadlineAt,
+      maxRetries: attempt.retriesLeft,
+      maxInlineBackoffMs: INLINE_BACKOFF_MS,
+    },
+  );
+  await rt.writeTurn();
+  if (built.kind === "unusable") {
+    store.finish(idx, failed(END.tokens_unavailable, built.detail));
+    return { kind: "stop" };
+  }
+  if (built.kind !== "ok") {
+    const settled = settle(rt, idx, built, attempt.deadlineAt, windowMs);
+    return { kind: settled === "parked" ? "parked" : "stop" };
+  }
+  // The exact count, known before sending: the host is never asked for what cannot fit.
+  const needed = built.ids.length + request.sampling.max_completion_tokens;
+  if (needed > request.max_context_tokens) {
+    const detail = `${built.ids.length} prompt tokens + max_completion_tokens ${request.sampling.max_completion_tokens} > max_context_tokens ${request.max_context_tokens}`;
+    store.finish(idx, { state: "truncated", reason: END.context_budget, detail });
+    return { kind: "stop" };
+  }
+  let { deadlineAt } = attempt;
+  // Paused or cancelled while the prompt was built: nothing goes out until the run resumes.
+  if (rt.policy.paused || rt.policy.stale !== null) {
+    store.unsendGeneration(idx);
+    if ((await admit(rt, idx)) === "cancelled") return { kind: "stop" };
+    deadlineAt = Date.now() + windowMs;
+    store.markSent(idx, deadlineAt);
+  }
+  return {
+    kind: "ok",
+    ids: built.ids,
+    deadlineAt,
+    retriesLeft: Math.max(0, attempt.retriesLeft - built.retries),
+  };
+}
+
 /** Samples the next action. Returns "parked" when the generation now waits on a timer. */
 async function sample(
   rt: GroupRuntime,
@@ -188,36 +255,9 @@ async function sample(
   let retriesLeft = Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0));
   let prompt: Int32Array | undefined;
   if (request.generation === "tokens") {
-    // Part of this attempt: under its deadline, out of its retries. (Marked sent already, so an
-    // eviction while tokenizing counts as a re-dispatch, as one while generating does.)
-    const built = await tokenInPrompt(
-      { endpoint, model: request.sampling.model, tokens: rt.tokens, seams: rt.seams },
-      idx,
-      transcript,
-      { deadlineAt, maxRetries: retriesLeft, maxInlineBackoffMs: INLINE_BACKOFF_MS },
-    );
-    await rt.writeTurn();
-    if (built.kind === "unusable") {
-      store.finish(idx, failed(END.tokens_unavailable, built.detail));
-      return;
-    }
-    if (built.kind !== "ok") return settle(rt, idx, built, deadlineAt, windowMs);
-    prompt = built.ids;
-    retriesLeft = Math.max(0, retriesLeft - built.retries);
-    // The exact count, known before sending: the host is never asked for what cannot fit.
-    const needed = prompt.length + request.sampling.max_completion_tokens;
-    if (needed > request.max_context_tokens) {
-      const detail = `${prompt.length} prompt tokens + max_completion_tokens ${request.sampling.max_completion_tokens} > max_context_tokens ${request.max_context_tokens}`;
-      store.finish(idx, { state: "truncated", reason: END.context_budget, detail });
-      return;
-    }
-    // Paused or cancelled while the prompt was built: nothing goes out until the run resumes.
-    if (rt.policy.paused || rt.policy.stale !== null) {
-      store.unsendGeneration(idx);
-      if ((await admit(rt, idx)) === "cancelled") return;
-      deadlineAt = Date.now() + windowMs;
-      store.markSent(idx, deadlineAt);
-    }
+    const built = await tokenPrompt(rt, idx, transcript, { endpoint, deadlineAt, retriesLeft });
+    if (built.kind !== "ok") return built.kind === "parked" ? "parked" : undefined;
+    ({ ids: prompt, deadlineAt, retriesLeft } = built);
   }
   // The version that samples this turn: the run's as the group knows it as the request goes out.
   rt.policy.recordSend(idx, store.episode(idx).turns, rt.policy.versionNow(request.policy_version));

@@ -166,6 +166,18 @@ describe("asynchronous RL", () => {
     expect(after.policy).toMatchObject({ version: 2, paused: false });
   });
 
+  it("holds a token-in group's generations too, its prompts then built and sent at the new version", async () => {
+    const model = "sim+tag:paused-tokens";
+    await setPolicy("ar-pause-tokens", { version: 4, paused: true });
+    const id = await startGroup({ ...group("ar-pause-tokens", model, 1), generation: "tokens" });
+    await sleep(2_500);
+    expect(await simulatorRequests(model)).toBe(0);
+    await setPolicy("ar-pause-tokens", { version: 5, paused: false });
+    const landed = await waitForGroup(id);
+    expect(landed.episodes[0].state).toBe("completed");
+    expect(landed).toMatchObject({ policy_version_min: 5, policy_version_max: 5 });
+  });
+
   it("reports what feeds the trainer by version: in flight, landed and unleased within max_lag", async () => {
     await setPolicy("ar-pace", { version: 3, max_lag: 1 });
     // Groups whose scores differ (at temperature 1 some do): uniform ones are never leased by
