@@ -67,9 +67,13 @@ export async function callWithRetries<T>(
   const started = Date.now();
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(new DeadlineExceeded()), options.deadlineMs);
-  const signal = options.signal
-    ? AbortSignal.any([deadline.signal, options.signal])
-    : deadline.signal;
+  // An abort from outside aborts the attempt through the same controller: a listener, not a
+  // composite signal made for every call.
+  const external = options.signal;
+  const onExternal = () => deadline.abort(external?.reason);
+  if (external?.aborted) onExternal();
+  else external?.addEventListener("abort", onExternal, { once: true });
+  const signal = deadline.signal;
   let attempts = 0;
   try {
     for (;;) {
@@ -113,6 +117,7 @@ export async function callWithRetries<T>(
     }
   } finally {
     clearTimeout(timer);
+    external?.removeEventListener("abort", onExternal);
   }
 }
 

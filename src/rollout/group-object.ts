@@ -94,7 +94,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       status: group.phase === "running" ? "running" : "scoring",
       warnings: group.warnings,
       lastError: group.lastError,
-      policySpan: this.policy.span(),
+      policySpan: this.policy.span(this.store.sentTurns(), group.spec.request.policy_version),
       paused: this.policy.paused,
       episodes: this.store.episodes().map((e) => ({
         id: episodeId(group.spec.groupId, e.idx),
@@ -309,8 +309,11 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    */
   private followPolicy(): void {
     const policy = this.policy.known();
-    const lowest = this.policy.lowest();
-    if (policy === null || lowest === null || this.store.group().phase !== "running") return;
+    const group = this.store.group();
+    if (policy === null || group.phase !== "running") return;
+    // A group that has sent nothing yet is not stale: its turns go out at the current version.
+    const lowest = this.policy.span(this.store.sentTurns(), group.spec.request.policy_version).min;
+    if (lowest === null) return;
     const detail = staleness(policy, lowest);
     if (detail === null) return;
     this.policy.markStale(detail);

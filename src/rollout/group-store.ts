@@ -492,6 +492,13 @@ export class GroupStore {
     this.setGeneration(idx, { state: "sent", sentAt, deadlineAt, retryAt: null });
   }
 
+  /** How many generations each episode has sent: its sampled turns, and one still pending. */
+  sentTurns(): Map<number, number> {
+    return new Map(
+      this.m.episodes.map((e) => [e.idx, e.turns + (this.m.generations.has(e.idx) ? 1 : 0)]),
+    );
+  }
+
   /**
    * A generation marked sent that did not go out after all (its run paused while its prompt was
    * being built): back to waiting, so a restart meanwhile is not counted as a lost request.

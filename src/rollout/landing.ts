@@ -152,13 +152,19 @@ export function landingPayload(
   const reasons = [...byReason].map(([reason, n]) => `${reason} x${n}`);
   const finishedAt = iso(Math.max(...rows.map((e) => e.finishedAt ?? e.startedAt)));
   const messagesByEpisode = store.messagesByEpisode();
-  // Each sampled turn's version as it was sent; a send that sampled nothing is not in a span.
+  // Each sampled turn's version as it was sent (the group's own before its run had a policy); a
+  // send that sampled nothing is not in a span.
   const turnVersions = new Map(
     rows.map((e) => {
-      const sent = policy?.turnVersions(e.idx) ?? new Map<number, number>();
       const sampled = (messagesByEpisode.get(e.idx) ?? []).flatMap((m) =>
-        m.sampled && m.turn !== null && sent.has(m.turn)
-          ? [[m.turn, sent.get(m.turn) as number] as const]
+        m.sampled && m.turn !== null
+          ? [
+              [
+                m.turn,
+                policy?.turnVersion(e.idx, m.turn, request.policy_version) ??
+                  request.policy_version,
+              ] as const,
+            ]
           : [],
       );
       return [e.idx, new Map(sampled)];

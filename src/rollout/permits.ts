@@ -162,6 +162,9 @@ export function groupPermits(
       }
     },
     async hold(episode, leaseMs, interrupt) {
+      // Held already, and no lease to renew: the common case, answered at once.
+      if (!asking.has(episode) && fresh(episode, leaseMs) && interrupt?.aborted !== true)
+        return true;
       const interrupted = () => {
         drop(episode);
         return false;

@@ -153,47 +153,48 @@ export class PolicyWatch {
     for (const resolve of waiters) resolve();
   }
 
-  /** The version a generation sent now is sampled by: the run's, else the group's own. */
-  versionNow(groupVersion: number): number {
-    return this.state.policy?.version ?? groupVersion;
-  }
-
-  /** Records the version a turn's generation was sent at; a re-send records its own. */
-  recordSend(idx: number, turn: number, version: number): void {
+  /**
+   * Records the version a turn's generation was sent at; a re-send records its own. Only once the
+   * run has a policy: before, every turn is sampled by the group's own version, which needs no
+   * row (a run that never sets one writes nothing per turn).
+   */
+  recordSend(idx: number, turn: number): void {
+    const policy = this.state.policy;
+    if (policy === null) return;
     this.sql.exec(
       "INSERT OR REPLACE INTO turn_versions (idx, turn, version) VALUES (?, ?, ?)",
       idx,
       turn,
-      version,
+      policy.version,
     );
     const episode = this.state.turns.get(idx) ?? new Map<number, number>();
-    episode.set(turn, version);
+    episode.set(turn, policy.version);
     this.state.turns.set(idx, episode);
   }
 
-  /** Each sampled turn's version, by turn; empty for an episode that sampled nothing. */
-  turnVersions(idx: number): ReadonlyMap<number, number> {
-    return this.state.turns.get(idx) ?? new Map();
-  }
-
-  /** The lowest and highest version of every generation sent so far; nulls before the first. */
-  span(): { min: number | null; max: number | null } {
-    const versions = [...this.state.turns.values()].flatMap((episode) => [...episode.values()]);
-    return versions.length === 0
-      ? { min: null, max: null }
-      : { min: Math.min(...versions), max: Math.max(...versions) };
+  /** The version a turn was sent at: the recorded one, else the group's own (sent before any). */
+  turnVersion(idx: number, turn: number, groupVersion: number): number {
+    return this.state.turns.get(idx)?.get(turn) ?? groupVersion;
   }
 
   /**
-   * The group's lowest version: the oldest its generations were sent at. Null before the first:
-   * a group that has sent nothing is sampled by whatever version its first turns are sent at.
+   * The lowest and highest version the generations sent so far went out at, given each
+   * episode's sent turns (its sampled ones, and the one in flight); nulls before the first. A
+   * group's lowest version decides whether it went stale.
    */
-  lowest(): number | null {
-    let lowest: number | null = null;
-    for (const episode of this.state.turns.values())
-      for (const version of episode.values())
-        lowest = lowest === null ? version : Math.min(lowest, version);
-    return lowest;
+  span(
+    sent: ReadonlyMap<number, number>,
+    groupVersion: number,
+  ): { min: number | null; max: number | null } {
+    let min: number | null = null;
+    let max: number | null = null;
+    for (const [idx, turns] of sent)
+      for (let turn = 0; turn < turns; turn++) {
+        const version = this.turnVersion(idx, turn, groupVersion);
+        min = min === null ? version : Math.min(min, version);
+        max = max === null ? version : Math.max(max, version);
+      }
+    return { min, max };
   }
 
   /** After landing: storage is gone, so is what was read from it. */

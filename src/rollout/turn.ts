@@ -260,7 +260,7 @@ async function sample(
     ({ ids: prompt, deadlineAt, retriesLeft } = built);
   }
   // The version that samples this turn: the run's as the group knows it as the request goes out.
-  rt.policy.recordSend(idx, store.episode(idx).turns, rt.policy.versionNow(request.policy_version));
+  rt.policy.recordSend(idx, store.episode(idx).turns);
   const outcome = await generate(
     endpoint,
     {

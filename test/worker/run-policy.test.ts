@@ -64,6 +64,8 @@ describe("a run's policy", () => {
     // A run that never set one behaves as before.
     const plain = await waitForGroup(await startGroup(group("rp-none")));
     expect(plain.policy_version).toBe(0);
+    // Its turns were all sampled by the group's own version: a span of one.
+    expect(plain).toMatchObject({ policy_version_min: 0, policy_version_max: 0 });
   });
 
   it("refuses a group that would start more than max_lag behind, storing nothing", async () => {
