@@ -26,11 +26,14 @@ interface State {
   policy: KnownPolicy | null;
   /** Why the group was cancelled as stale; null while it is not. */
   stale: string | null;
-  /** Each episode's turns, by the version their generation was (last) sent at. */
+  /**
+   * The version each episode's turns were (last) sent at, by turn; none for turns sent before
+   * the run had a policy (those went out at the group's own version).
+   */
   turns: Map<number, Map<number, number>>;
 }
 
-/** Why a group whose oldest turn was sampled at `lowest` is too stale to go on, or null. */
+/** Why a group whose oldest generation went out at `lowest` is too stale to go on, or null. */
 export function staleness(policy: KnownPolicy, lowest: number): string | null {
   if (policy.maxLag === null || policy.version - lowest <= policy.maxLag) return null;
   return `the run's policy moved to version ${policy.version}; this group's lowest version is ${lowest}, more than max_lag ${policy.maxLag} behind`;
