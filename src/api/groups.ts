@@ -2,7 +2,7 @@
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { configFrom } from "../config";
-import { type KnownPolicy, knownPolicy, readRunPolicy } from "../db/run-policies";
+import { beyondMaxLag, type KnownPolicy, knownPolicy, readRunPolicy } from "../db/run-policies";
 import { checkSharedTokenizer } from "../distill/tokenizer-check";
 import { environmentsOf } from "../env-workers/environments";
 import {
@@ -72,11 +72,7 @@ async function withRunPolicy(
 ): Promise<{ request: StartGroupRequest; policy: KnownPolicy | null }> {
   const policy = await readRunPolicy(db, asked.run_id);
   const request = withPolicyVersion(asked, policy?.version ?? null);
-  if (
-    policy !== null &&
-    policy.maxLag !== null &&
-    policy.version - request.policy_version > policy.maxLag
-  )
+  if (policy !== null && beyondMaxLag(policy, request.policy_version))
     throw new ApiError(
       409,
       "policy_too_stale",

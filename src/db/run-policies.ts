@@ -21,6 +21,14 @@ export function knownPolicy(policy: RunPolicy): KnownPolicy {
   };
 }
 
+/**
+ * The one lag rule: work sampled at `version` is more than the run's `max_lag` behind its
+ * policy. It refuses a start, cancels a running group, and leaves landed groups out of pacing.
+ */
+export function beyondMaxLag(policy: Pick<KnownPolicy, "version" | "maxLag">, version: number) {
+  return policy.maxLag !== null && policy.version - version > policy.maxLag;
+}
+
 /** The run's groups still in flight, which a policy change must reach. */
 export async function runningGroupIds(db: D1Database, runId: string): Promise<string[]> {
   const rows = await db

@@ -3,7 +3,7 @@
  * functions instead of restating them.
  */
 import type { runPacing, runProgress } from "../db/queries";
-import type { RunPolicy } from "../db/run-policies";
+import { beyondMaxLag, type RunPolicy } from "../db/run-policies";
 import type { episodeForTrainer, groupForTrainer } from "../trainer/batch-format";
 
 /** `POST /v1/groups`: the group, where to follow it, and whether this call created it. */
@@ -20,12 +20,11 @@ export function runProgressView(
 ) {
   // Groups more than max_lag behind will not be leased by a trainer that keeps to it: they are
   // listed by version, but not counted as feeding the trainer.
-  const oldest =
-    policy === null || policy.maxLag === null
-      ? Number.NEGATIVE_INFINITY
-      : policy.version - policy.maxLag;
   const inFlight = pacing.reduce((n, r) => n + r.in_flight, 0);
-  const unleased = pacing.reduce((n, r) => n + (r.version >= oldest ? r.unleased : 0), 0);
+  const unleased = pacing.reduce(
+    (n, r) => n + (policy !== null && beyondMaxLag(policy, r.version) ? 0 : r.unleased),
+    0,
+  );
   const count = (status: string) =>
     rows.find((r) => r.status === status) ?? { groups: 0, episodes: 0 };
   return {
