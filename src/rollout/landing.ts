@@ -11,7 +11,7 @@ import type { EpisodeToolStore } from "./episode-tools";
 import { episodeId } from "./group-spec";
 import type { GroupStore } from "./group-store";
 import type { LandingOutcome } from "./landing-outcome";
-import type { PolicyWatch } from "./policy-watch";
+import { type PolicyWatch, policySpan } from "./policy-watch";
 import { groupRow } from "./registration";
 import type { TokenLanding } from "./token-landing";
 
@@ -114,17 +114,6 @@ export interface LandingPayload {
   groupRow: string;
 }
 
-/** The lowest and highest of some versions: a policy span; nulls when there are none. */
-function spanOf(versions: Iterable<number>): { min: number | null; max: number | null } {
-  let min: number | null = null;
-  let max: number | null = null;
-  for (const v of versions) {
-    min = min === null ? v : Math.min(min, v);
-    max = max === null ? v : Math.max(max, v);
-  }
-  return { min, max };
-}
-
 /** Reads everything a finished group lands with from its object's storage. */
 export function landingPayload(
   store: GroupStore,
@@ -152,32 +141,14 @@ export function landingPayload(
   const reasons = [...byReason].map(([reason, n]) => `${reason} x${n}`);
   const finishedAt = iso(Math.max(...rows.map((e) => e.finishedAt ?? e.startedAt)));
   const messagesByEpisode = store.messagesByEpisode();
-  // Each sampled turn's version as it was sent (the group's own before its run had a policy); a
-  // send that sampled nothing is not in a span.
-  const turnVersions = new Map(
-    rows.map((e) => {
-      const sampled = (messagesByEpisode.get(e.idx) ?? []).flatMap((m) =>
-        m.sampled && m.turn !== null
-          ? [
-              [
-                m.turn,
-                policy?.turnVersion(e.idx, m.turn, request.policy_version) ??
-                  request.policy_version,
-              ] as const,
-            ]
-          : [],
-      );
-      return [e.idx, new Map(sampled)];
-    }),
-  );
-  const spans = new Map(rows.map((e) => [e.idx, spanOf(turnVersions.get(e.idx)?.values() ?? [])]));
-  const groupSpan = spanOf(
-    [...spans.values()].flatMap((span) =>
-      span.min === null ? [] : [span.min, span.max as number],
-    ),
-  );
+  // Each sampled turn's version as it was sent (the group's own before its run had a policy);
+  // an episode's sampled turns are 0 to turns - 1, and a send that sampled nothing is in no span.
+  const versionOf = (idx: number, turn: number) =>
+    policy?.turnVersion(idx, turn, request.policy_version) ?? request.policy_version;
+  const spans = rows.map((e) => policySpan(new Map([[e.idx, e.turns]]), versionOf));
+  const groupSpan = policySpan(new Map(rows.map((e) => [e.idx, e.turns])), versionOf);
 
-  const episodeRows: (typeof episodes.$inferInsert)[] = rows.map((e) => ({
+  const episodeRows: (typeof episodes.$inferInsert)[] = rows.map((e, i) => ({
     id: episodeId(spec.groupId, e.idx),
     groupId: spec.groupId,
     idx: e.idx,
@@ -185,8 +156,8 @@ export function landingPayload(
     env: request.env,
     exampleId: request.example.id,
     policyVersion: request.policy_version,
-    policyVersionMin: spans.get(e.idx)?.min ?? null,
-    policyVersionMax: spans.get(e.idx)?.max ?? null,
+    policyVersionMin: spans[i]?.min ?? null,
+    policyVersionMax: spans[i]?.max ?? null,
     status: e.state,
     endReason: e.endReason ?? "unknown",
     failureReason: e.failureReason,
@@ -242,8 +213,7 @@ export function landingPayload(
         logprobSum: turn?.logprobSum ?? null,
         newPromptTokens: turn?.newPromptTokens ?? null,
         prefixBreak: turn ? turn.prefixBreak : null,
-        policyVersion:
-          m.sampled && m.turn !== null ? (turnVersions.get(e.idx)?.get(m.turn) ?? null) : null,
+        policyVersion: m.sampled && m.turn !== null ? versionOf(e.idx, m.turn) : null,
       };
     }),
   );

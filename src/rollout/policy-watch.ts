@@ -4,7 +4,7 @@
  * run is paused, the policy version each turn was sent at, and whether the group has gone stale.
  * Beside the transcripts in the object's SQLite (tables of its own), so a restart keeps all of it.
  */
-import type { KnownPolicy } from "../db/run-policies";
+import { beyondMaxLag, type KnownPolicy } from "../db/run-policies";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS run_policy (
@@ -35,8 +35,30 @@ interface State {
 
 /** Why a group whose oldest generation went out at `lowest` is too stale to go on, or null. */
 export function staleness(policy: KnownPolicy, lowest: number): string | null {
-  if (policy.maxLag === null || policy.version - lowest <= policy.maxLag) return null;
+  if (!beyondMaxLag(policy, lowest)) return null;
   return `the run's policy moved to version ${policy.version}; this group's lowest version is ${lowest}, more than max_lag ${policy.maxLag} behind`;
+}
+
+/** The lowest and highest version some turns were sent at; nulls when there are none. */
+export interface PolicySpan {
+  min: number | null;
+  max: number | null;
+}
+
+/** The span of turns 0 to n - 1 of each episode (`sent`: episode to n), by `versionOf`. */
+export function policySpan(
+  sent: ReadonlyMap<number, number>,
+  versionOf: (idx: number, turn: number) => number,
+): PolicySpan {
+  let min: number | null = null;
+  let max: number | null = null;
+  for (const [idx, turns] of sent)
+    for (let turn = 0; turn < turns; turn++) {
+      const version = versionOf(idx, turn);
+      min = min === null ? version : Math.min(min, version);
+      max = max === null ? version : Math.max(max, version);
+    }
+  return { min, max };
 }
 
 export class PolicyWatch {
@@ -185,19 +207,8 @@ export class PolicyWatch {
    * episode's sent turns (its sampled ones, and the one in flight); nulls before the first. A
    * group's lowest version decides whether it went stale.
    */
-  span(
-    sent: ReadonlyMap<number, number>,
-    groupVersion: number,
-  ): { min: number | null; max: number | null } {
-    let min: number | null = null;
-    let max: number | null = null;
-    for (const [idx, turns] of sent)
-      for (let turn = 0; turn < turns; turn++) {
-        const version = this.turnVersion(idx, turn, groupVersion);
-        min = min === null ? version : Math.min(min, version);
-        max = max === null ? version : Math.max(max, version);
-      }
-    return { min, max };
+  span(sent: ReadonlyMap<number, number>, groupVersion: number): PolicySpan {
+    return policySpan(sent, (idx, turn) => this.turnVersion(idx, turn, groupVersion));
   }
 
   /** After landing: storage is gone, so is what was read from it. */
