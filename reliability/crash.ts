@@ -15,7 +15,7 @@ import { freePort } from "../src/cli/ports";
 import { runSql } from "../src/cli/sql";
 import { EdgerollClient, type GroupView } from "../src/client/edgeroll-client";
 import { startSimulator } from "../src/sim/server";
-import { flag, guessRequest, writeResult } from "./harness";
+import { brokenTranscripts, flag, guessRequest, writeResult } from "./harness";
 import { type CrashResult, renderReport } from "./report";
 
 const short = flag("short");
@@ -125,10 +125,7 @@ try {
   const wrongSize =
     sql(`SELECT COUNT(*) AS n FROM (SELECT group_id, COUNT(*) AS c FROM episodes WHERE run_id = '${RUN}'
     GROUP BY group_id HAVING c != ${SIZE})`)[0]?.n;
-  const broken = sql(`SELECT COUNT(*) AS n FROM (
-      SELECT e.id, e.turns, COUNT(m.seq) AS rows, MAX(m.seq) AS top, SUM(m.sampled) AS sampled
-      FROM episodes e JOIN messages m ON m.episode_id = e.id WHERE e.run_id = '${RUN}' GROUP BY e.id)
-    WHERE top + 1 != rows OR sampled != turns`)[0]?.n;
+  const broken = brokenTranscripts(sql, RUN);
   const reasons = sql(`SELECT failure_reason AS reason, COUNT(*) AS n FROM episodes
     WHERE run_id = '${RUN}' AND status = 'failed' GROUP BY failure_reason`);
   const groupRows = Number(
@@ -147,7 +144,7 @@ try {
     episodes: Number(episodes.n ?? 0),
     expectedEpisodes: GROUPS * SIZE,
     duplicatedEpisodes: Number(episodes.n ?? 0) - Number(episodes.distinct_ids ?? 0),
-    brokenTranscripts: Number(broken ?? 0),
+    brokenTranscripts: broken,
     unaccountedEpisodes: Number(episodes.unaccounted ?? 0) + Number(wrongSize ?? 0),
     redispatches: Number(episodes.redispatches ?? 0),
     failureReasons: Object.fromEntries(reasons.map((r) => [String(r.reason), Number(r.n)])),

@@ -87,6 +87,21 @@ export function integrity(groups: readonly GroupView[], episodes: readonly Episo
   };
 }
 
+/**
+ * Episodes of a run whose landed transcript has a gap in its message sequence, or a number of
+ * sampled messages other than its turns: read straight from D1 with `sql`.
+ */
+export function brokenTranscripts(
+  sql: (query: string) => Record<string, unknown>[],
+  run: string,
+): number {
+  const rows = sql(`SELECT COUNT(*) AS n FROM (
+      SELECT e.id, e.turns, COUNT(m.seq) AS rows, MAX(m.seq) AS top, SUM(m.sampled) AS sampled
+      FROM episodes e JOIN messages m ON m.episode_id = e.id WHERE e.run_id = '${run}' GROUP BY e.id)
+    WHERE top + 1 != rows OR sampled != turns`);
+  return Number(rows[0]?.n ?? 0);
+}
+
 export function countBy<T>(items: readonly T[], key: (item: T) => string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;

@@ -24,7 +24,7 @@ import { runSql } from "../src/cli/sql";
 import { EdgerollClient, type GroupView } from "../src/client/edgeroll-client";
 import { END } from "../src/rollout/outcomes";
 import { startSimulator } from "../src/sim/server";
-import { countBy, flag, guessRequest, writeResult } from "./harness";
+import { brokenTranscripts, countBy, flag, guessRequest, writeResult } from "./harness";
 import { renderReport } from "./report";
 import type { Row } from "./suites";
 
@@ -89,16 +89,13 @@ function landed(run: string) {
     sql(`SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS ids,
       SUM(status NOT IN ('completed', 'truncated', 'failed')) AS unaccounted
       FROM episodes WHERE run_id = '${run}'`)[0] ?? {};
-  const broken = sql(`SELECT COUNT(*) AS n FROM (
-      SELECT e.id, e.turns, COUNT(m.seq) AS rows, MAX(m.seq) AS top, SUM(m.sampled) AS sampled
-      FROM episodes e JOIN messages m ON m.episode_id = e.id WHERE e.run_id = '${run}' GROUP BY e.id)
-    WHERE top + 1 != rows OR sampled != turns`)[0]?.n;
+  const broken = brokenTranscripts(sql, run);
   return {
     groups: Number(sql(`SELECT COUNT(*) AS n FROM groups WHERE run_id = '${run}'`)[0]?.n ?? 0),
     episodes: Number(episodes.n ?? 0),
     duplicated: Number(episodes.n ?? 0) - Number(episodes.ids ?? 0),
     unaccounted: Number(episodes.unaccounted ?? 0),
-    broken: Number(broken ?? 0),
+    broken,
   };
 }
 

@@ -10,19 +10,15 @@ import {
   getGroup,
   guessExample,
   type Json,
+  postPolicy,
   simulatorRequests,
   startGroup,
-  TOKENS,
   waitForGroup,
 } from "./helpers";
 import { d1, lease } from "./token-helpers";
 
 async function setPolicy(run: string, body: object): Promise<Json> {
-  const response = await api(`/v1/runs/${run}/policy`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${TOKENS.trainer}` },
-    body: JSON.stringify(body),
-  });
+  const response = await postPolicy(run, body);
   const json: Json = await response.json();
   if (response.status !== 200)
     throw new Error(`policy: ${response.status} ${JSON.stringify(json)}`);

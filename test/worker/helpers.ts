@@ -29,6 +29,15 @@ export async function postGroup(
   });
 }
 
+/** POST /v1/runs/:id/policy, as the trainer unless another token is given. */
+export function postPolicy(run: string, body: object, token = TOKENS.trainer): Promise<Response> {
+  return api(`/v1/runs/${run}/policy`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: test helpers read JSON loosely and assert on it.
 export type Json = any;
 

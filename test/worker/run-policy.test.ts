@@ -7,18 +7,12 @@ import {
   guessExample,
   type Json,
   postGroup,
+  postPolicy,
   startGroup,
   TOKENS,
   waitForGroup,
 } from "./helpers";
 import { d1 } from "./token-helpers";
-
-const setPolicy = (run: string, body: object, token = TOKENS.trainer) =>
-  api(`/v1/runs/${run}/policy`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-    body: JSON.stringify(body),
-  });
 
 const group = (run: string, extra: object = {}) => ({
   env: "guess-number",
@@ -32,7 +26,7 @@ const group = (run: string, extra: object = {}) => ({
 describe("a run's policy", () => {
   it("is set by the trainer, read by anyone with the reader role, and visible in SQL", async () => {
     expect((await api("/v1/runs/rp-read/policy")).status).toBe(404);
-    const set = await setPolicy("rp-read", { version: 3, max_lag: 1 });
+    const set = await postPolicy("rp-read", { version: 3, max_lag: 1 });
     expect(set.status).toBe(200);
     expect(await set.json()).toMatchObject({
       run_id: "rp-read",
@@ -45,14 +39,14 @@ describe("a run's policy", () => {
     });
     expect(await read.json()).toMatchObject({ version: 3, max_lag: 1 });
     // A producer cannot move the trainer's policy.
-    expect((await setPolicy("rp-read", { version: 4 }, TOKENS.producer)).status).toBe(403);
+    expect((await postPolicy("rp-read", { version: 4 }, TOKENS.producer)).status).toBe(403);
     expect(
       await d1("SELECT version, max_lag, paused FROM run_policies WHERE run_id = 'rp-read'"),
     ).toEqual([{ version: 3, max_lag: 1, paused: 0 }]);
   });
 
   it("gives groups that name no policy_version the run's, and keeps a named one", async () => {
-    await setPolicy("rp-default", { version: 7 });
+    await postPolicy("rp-default", { version: 7 });
     const taken = await waitForGroup(await startGroup(group("rp-default")));
     expect(taken.policy_version).toBe(7);
     const named = await waitForGroup(
@@ -69,7 +63,7 @@ describe("a run's policy", () => {
   });
 
   it("refuses a group that would start more than max_lag behind, storing nothing", async () => {
-    await setPolicy("rp-stale", { version: 10, max_lag: 2 });
+    await postPolicy("rp-stale", { version: 10, max_lag: 2 });
     const response = await postGroup(group("rp-stale", { policy_version: 7 }));
     expect(response.status).toBe(409);
     const body: Json = await response.json();
@@ -82,18 +76,18 @@ describe("a run's policy", () => {
   });
 
   it("only moves forward, and keeps max_lag and paused unless told", async () => {
-    await setPolicy("rp-forward", { version: 5, max_lag: 3, paused: true });
-    const back = await setPolicy("rp-forward", { version: 4 });
+    await postPolicy("rp-forward", { version: 5, max_lag: 3, paused: true });
+    const back = await postPolicy("rp-forward", { version: 4 });
     expect(back.status).toBe(409);
     expect(((await back.json()) as Json).error.code).toBe("policy_version_regressed");
-    const next = await setPolicy("rp-forward", { version: 6 });
+    const next = await postPolicy("rp-forward", { version: 6 });
     expect(await next.json()).toMatchObject({ version: 6, max_lag: 3, paused: true });
-    const lifted = await setPolicy("rp-forward", { version: 6, max_lag: null, paused: false });
+    const lifted = await postPolicy("rp-forward", { version: 6, max_lag: null, paused: false });
     expect(await lifted.json()).toMatchObject({ version: 6, max_lag: null, paused: false });
   });
 
   it("refuses a body that is not a policy, naming the field", async () => {
-    const response = await setPolicy("rp-bad", { version: -1 });
+    const response = await postPolicy("rp-bad", { version: -1 });
     expect(response.status).toBe(400);
     expect(((await response.json()) as Json).error.message).toMatch(/^version/);
   });
