@@ -31,6 +31,9 @@ export interface SampledEpisode {
   env: string;
   example_id: string;
   policy_version: number;
+  /** The versions its sampled turns were sent at (async RL); null if it sampled nothing. */
+  policy_version_min: number | null;
+  policy_version_max: number | null;
   reward: number | null;
   advantage: number | null;
   samples: JsonSample[];
@@ -47,6 +50,8 @@ function identity(e: SampledEpisode) {
     env: e.env,
     example_id: e.example_id,
     policy_version: e.policy_version,
+    policy_version_min: e.policy_version_min,
+    policy_version_max: e.policy_version_max,
     reward: e.reward,
     advantage: e.advantage,
   };

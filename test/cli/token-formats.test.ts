@@ -9,6 +9,8 @@ const episode = (id: string, reward: number | null): SampledEpisode => ({
   env: "guess-number",
   example_id: "x",
   policy_version: 2,
+  policy_version_min: 2,
+  policy_version_max: 3,
   reward,
   advantage: reward === null ? null : reward - 0.5,
   samples: [
@@ -38,6 +40,9 @@ describe("TRL rollout_func rows", () => {
       completion_ids: [10, 11, 20, 30],
       logprobs: [-0.5, -0.25, 0, -1],
       env_mask: [1, 1, 0, 1],
+      // Which policies sampled it travels with each row.
+      policy_version_min: 2,
+      policy_version_max: 3,
       reward: 1,
       episode_id: "e0",
     });
