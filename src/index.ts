@@ -7,7 +7,7 @@ import { app } from "./app";
 export { ScoreWorker } from "./env-workers/score-worker";
 export { StepWorker } from "./env-workers/step-worker";
 export { RolloutGroup } from "./rollout/group-object";
-export { InflightLimiter } from "./rollout/inflight-limiter";
 export { Lander } from "./rollout/lander";
+export { InflightLimiter } from "./rollout/limiter/inflight-limiter";
 
 export default app satisfies ExportedHandler<Env>;

@@ -11,12 +11,11 @@ import { expect, it } from "vitest";
 import { lander as landerStub } from "../../src/rollout/bindings";
 import { newGroupSpec } from "../../src/rollout/group-ids";
 import { StartGroupRequestSchema, withPolicyVersion } from "../../src/rollout/group-spec";
-import { GroupStore } from "../../src/rollout/group-store";
 import { type LandingPayload, landingPayload } from "../../src/rollout/landing";
 import { registerGroup } from "../../src/rollout/registration";
+import { GroupStorage } from "../../src/rollout/storage/group-storage";
 import { storeTokenObject, tokenLanding } from "../../src/rollout/token-landing";
 import { sampledMessage } from "../../src/sdk";
-import { TokenStore } from "../../src/tokens/token-store";
 
 /** Set by bench/vitest.config.ts from the environment of `npm run bench`. */
 const vars = env as unknown as Record<string, string | undefined>;
@@ -50,18 +49,18 @@ async function scoredGroup(runId: string, i: number, withTokens: boolean): Promi
   await registerGroup(env.DB, spec);
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
   await runInDurableObject(stub, (_instance, state) => {
-    const store = new GroupStore(state.storage);
-    const tokens = new TokenStore(state.storage);
+    const store = new GroupStorage(state.storage);
     store.create(spec);
     for (let idx = 0; idx < SIZE; idx++) {
       store.recordOpening(
         idx,
         [{ role: "user", content: "Walk, and tell me what you see along the road." }],
         TURNS,
+        null,
       );
       let prompt = ids(OPENING_TOKENS, 1000);
       for (let t = 0; t < TURNS; t++) {
-        store.markSent(idx, Date.now() + 60_000);
+        store.generations.markSent(idx, Date.now() + 60_000);
         const completion = ids(ACTION_TOKENS, 5000 + 100 * t);
         store.recordAction(
           idx,
@@ -73,19 +72,18 @@ async function scoredGroup(runId: string, i: number, withTokens: boolean): Promi
             latencyMs: 5,
             attempts: 1,
           },
-          () => {
-            if (!withTokens) return undefined;
-            const logprobs = Float32Array.from({ length: ACTION_TOKENS }, (_, k) => -0.01 * k);
-            return tokens.record(
-              idx,
-              t,
-              { promptIds: prompt, completionIds: completion, logprobs, model: "sim" },
-              {
-                temperature: 1,
-                topP: 1,
-              },
-            );
-          },
+          withTokens
+            ? {
+                kind: "exact",
+                host: {
+                  promptIds: prompt,
+                  completionIds: completion,
+                  logprobs: Float32Array.from({ length: ACTION_TOKENS }, (_, k) => -0.01 * k),
+                  model: "sim",
+                },
+                sampling: { temperature: 1, topP: 1 },
+              }
+            : { kind: "off" },
         );
         store.recordStep(
           idx,
@@ -132,8 +130,8 @@ async function finishedGroups(runId: string, count: number, withTokens: boolean)
       runInDurableObject(
         env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(id)),
         (_instance, state): Finished => {
-          const store = new GroupStore(state.storage);
-          const tokens = tokenLanding(store.group().spec, new TokenStore(state.storage));
+          const store = new GroupStorage(state.storage);
+          const tokens = tokenLanding(store.group.get().spec, store.tokens);
           return { payload: landingPayload(store, tokens, null), tokens };
         },
       ),

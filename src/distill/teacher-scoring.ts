@@ -11,16 +11,29 @@ import pMap from "p-map";
 import { type Config, teacherEndpoint } from "../config";
 import type { CallOutcome } from "../inference/retries";
 import { episodeSamples } from "../tokens/samples";
-import type { TokenStore } from "../tokens/token-store";
+import type { TokenMode } from "../tokens/token-mode";
+import type { TurnTokens } from "../tokens/turn-tokens";
 import { teacherLogprobs } from "./teacher-client";
 
 /** Sequences scored at once per group: a prefill each, so the teacher batches them well. */
 const CONCURRENCY = 8;
 
+/** What the teacher pass reads and writes of a group's tokens (the group object's tokens table). */
+export interface TeacherTokens {
+  /** An episode's recorded turns, in order. */
+  turns(idx: number): TurnTokens[];
+  /** Stores the teacher's logprobs of an episode's turns, in one write. */
+  recordTeacher(idx: number, byTurn: Map<number, Float32Array>): void;
+  /** Whether the teacher has scored every recorded turn of the episode. */
+  teacherScored(idx: number): boolean;
+  /** Whether every sampled turn of the episode has its tokens. */
+  mode(idx: number): TokenMode;
+}
+
 export interface TeacherPass {
   /** The teacher model on the teacher host. */
   model: string;
-  tokens: TokenStore;
+  tokens: TeacherTokens;
   config: Config;
   /** The episodes that may be scored (they ended without failing). */
   candidates: readonly number[];

@@ -10,26 +10,29 @@ import { configFrom } from "../config";
 import { type KnownPolicy, knownPolicy, readRunPolicy } from "../db/run-policies";
 import { teachEpisodes } from "../distill/teacher-scoring";
 import { errorMessage } from "../sdk";
-import { TokenStore } from "../tokens/token-store";
 import { backoffDelayMs } from "../utils/backoff";
 import { lander, scoreWorker, stepWorker } from "./bindings";
-import { EpisodeToolStore } from "./episode-tools";
+import { permitLeaseMs } from "./generation/admission";
+import { tokenPolicyOf } from "./generation/token-policy";
 import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api";
+import type { GroupRuntime } from "./group-runtime";
 import { episodeId, type GroupSpec } from "./group-spec";
-import { type GenerationRow, GroupStore } from "./group-store";
 import { type LandingOutcome, landGroup, landingPayload } from "./landing";
+import { groupPermits } from "./limiter/permits";
 import { END, failed, TERMINAL_STATES } from "./outcomes";
-import { groupPermits } from "./permits";
 import { PolicyWatch, staleness } from "./policy-watch";
 import { knownGroupHash, registerGroup } from "./registration";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
+import type { GenerationRow } from "./storage/generations";
+import { GroupStorage } from "./storage/group-storage";
+import type { GroupTimer } from "./storage/timers";
 import { storeTokenObject, tokenLanding } from "./token-landing";
-import { driveEpisode, type GroupRuntime, permitLeaseMs } from "./turn";
+import { driveEpisode } from "./turn";
 import { sharedWriteTurn } from "./write-turn";
 
-const TIMER_REGISTER = "register";
-const TIMER_SCORE = "score";
-const TIMER_LAND = "land";
+const REGISTER: GroupTimer = { kind: "register" };
+const SCORE: GroupTimer = { kind: "score" };
+const LAND: GroupTimer = { kind: "land" };
 
 function retryAt(generation: GenerationRow | null): number | null {
   return generation?.state === "waiting" ? generation.retryAt : null;
@@ -39,10 +42,8 @@ function retryAt(generation: GenerationRow | null): number | null {
 const retryDelayMs = (attempt: number) => backoffDelayMs(attempt, { baseMs: 1000, maxMs: 300_000 });
 
 export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi {
-  private readonly store = new GroupStore(this.ctx.storage);
-  private readonly tokens = new TokenStore(this.ctx.storage);
-  private readonly toolStore = new EpisodeToolStore(this.ctx.storage.sql);
-  private readonly policy = new PolicyWatch(this.ctx.storage.sql);
+  private readonly store = new GroupStorage(this.ctx.storage);
+  private readonly policy = new PolicyWatch(this.store.policy);
   private readonly config = configFrom(this.env);
   private readonly drivers = new Map<number, Promise<void>>();
   private runtime: GroupRuntime | null = null;
@@ -60,7 +61,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     let registered = false;
     const result = await this.ctx.blockConcurrencyWhile(async (): Promise<StartResult> => {
       if (this.store.exists()) {
-        return this.store.group().spec.requestHash === spec.requestHash
+        return this.store.group.get().spec.requestHash === spec.requestHash
           ? { outcome: "existing" }
           : { outcome: "conflict" };
       }
@@ -73,7 +74,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       this.store.create(spec);
       if (runPolicy !== null) this.policy.apply(runPolicy);
       this.createdHere = true;
-      this.store.setTimer(TIMER_REGISTER, Date.now());
+      this.store.timers.set(REGISTER, Date.now());
       await this.rearm();
       registered = await this.register();
       return { outcome: "created" };
@@ -88,7 +89,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     if (!this.store.exists()) return null;
     // Being asked is a wake-up too: after a restart, do not wait for the alarm to resume.
     if (this.drivers.size === 0 && this.finishing === null) this.resume().catch(() => {});
-    const group = this.store.group();
+    const group = this.store.group.get();
     return {
       spec: group.spec,
       status: group.phase === "running" ? "running" : "scoring",
@@ -96,7 +97,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       lastError: group.lastError,
       policySpan: this.policy.span(this.store.sentTurns(), group.spec.request.policy_version),
       paused: this.policy.paused,
-      episodes: this.store.episodes().map((e) => ({
+      episodes: this.store.episodes.all().map((e) => ({
         id: episodeId(group.spec.groupId, e.idx),
         idx: e.idx,
         status: e.state,
@@ -107,7 +108,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         redispatches: e.redispatches,
         score: e.reward?.score ?? null,
         advantage: e.advantage,
-        retryAt: retryAt(this.store.generation(e.idx)),
+        retryAt: retryAt(this.store.generations.get(e.idx)),
       })),
     };
   }
@@ -127,15 +128,15 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
 
   override async alarm(): Promise<void> {
     if (!this.store.exists()) return;
-    const due = this.store.dueTimers(Date.now());
-    if (due.includes(TIMER_REGISTER)) await this.register();
+    const due = this.store.timers.due(Date.now());
+    if (due.some((timer) => timer.kind === "register")) await this.register();
     // The heartbeat re-reads the run's policy (also right after a late registration): a change
     // whose push did not get here (the object was restarting) still arrives within HEARTBEAT_S,
     // and so does a run's first one, which may be a pause. Only while episodes run: a policy
     // change no longer matters to a group being scored or landed.
-    if (this.store.group().phase === "running") await this.refreshPolicy();
+    if (this.store.group.get().phase === "running") await this.refreshPolicy();
     // Retry, scoring and landing timers only wake the object; resume() does the work.
-    for (const name of due) if (name !== TIMER_REGISTER) this.store.clearTimer(name);
+    for (const timer of due) if (timer.kind !== "register") this.store.timers.clear(timer);
     await this.resume();
     if (this.store.exists()) await this.rearm();
   }
@@ -144,25 +145,30 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
   private async resume(): Promise<void> {
     if (!this.store.exists()) return;
     if (this.runtime === null) {
-      const { spec } = this.store.group();
+      const { spec } = this.store.group.get();
       const runtime: GroupRuntime = {
         spec,
         store: this.store,
-        tokens: this.tokens,
         config: this.config,
-        stepWorker: stepWorker(this.env),
-        permits: groupPermits(this.env, spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
-        writeTurn: sharedWriteTurn(),
-        seams: { measuring: null },
-        tools: this.toolStore,
         policy: this.policy,
+        writeTurn: sharedWriteTurn(),
+        generation: {
+          endpoint: {
+            baseUrl: this.config.INFERENCE_BASE_URL,
+            apiKey: this.config.INFERENCE_API_KEY,
+          },
+          permits: groupPermits(this.env, spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
+          tokens: tokenPolicyOf(spec.request),
+          seams: { measuring: null },
+        },
+        environment: stepWorker(this.env),
       };
       this.runtime = runtime;
       // First wake of this instance: permits held by an earlier one went with its generations.
       // A reset that fails is tried again by the next wake.
       this.permitsReset = this.createdHere
         ? null
-        : runtime.permits.reset().catch((error) => {
+        : runtime.generation.permits.reset().catch((error) => {
             if (this.runtime === runtime) this.runtime = null;
             this.permitsReset = null;
             throw error;
@@ -178,20 +184,20 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     // The group may have landed (and its storage gone) while this call waited.
     if (!this.store.exists() || this.runtime === null) return;
     const runtime = this.runtime;
-    const group = this.store.group();
+    const group = this.store.group.get();
     if (group.phase === "running" && this.policy.stale !== null) this.endStale(this.policy.stale);
     if (group.phase === "running") {
       const now = Date.now();
-      const toStart = this.store.episodes().filter((episode) => {
+      const toStart = this.store.episodes.all().filter((episode) => {
         if (TERMINAL_STATES.includes(episode.state) || this.drivers.has(episode.idx)) return false;
-        const parked = this.store.generation(episode.idx);
+        const parked = this.store.generations.get(episode.idx);
         return !(parked?.state === "waiting" && (parked.retryAt ?? 0) > now);
       });
       // One call to the limiter for every episode started here, not one each; asked before the
       // drivers start, so one that goes straight to a generation waits for this answer. A paused
       // run's episodes ask for theirs once it resumes.
       if (!this.policy.paused)
-        runtime.permits.prefetch(
+        runtime.generation.permits.prefetch(
           toStart.map((episode) => episode.idx),
           permitLeaseMs(runtime),
         );
@@ -203,7 +209,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
           .finally(() => {
             this.drivers.delete(idx);
             // Ended, parked or stopped: its permit goes back to the pool either way.
-            runtime.permits.drop(idx);
+            runtime.generation.permits.drop(idx);
             void this.finishWhenDone();
             // A parked generation needs its timer armed before the object goes idle.
             if (this.store.exists()) this.rearm().catch(() => {});
@@ -220,13 +226,13 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    */
   private finishWhenDone(): Promise<void> {
     if (this.finishing !== null) return this.finishing;
-    if (this.drivers.size > 0 || !this.store.exists() || !this.store.allTerminal())
+    if (this.drivers.size > 0 || !this.store.exists() || !this.store.episodes.allTerminal())
       return Promise.resolve();
     this.finishing = this.finish()
       .catch(async (error) => {
         // An unexpected fault: remember it and let the alarm try again.
-        this.store.countAttempt("land", errorMessage(error));
-        this.store.setTimer(TIMER_LAND, Date.now() + retryDelayMs(1));
+        this.store.group.countAttempt("land", errorMessage(error));
+        this.store.timers.set(LAND, Date.now() + retryDelayMs(1));
         await this.rearm();
       })
       .catch((error) => console.error(`group finish stopped: ${errorMessage(error)}`))
@@ -237,13 +243,13 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
   }
 
   private async finish(): Promise<void> {
-    let group = this.store.group();
+    let group = this.store.group.get();
     if (group.phase === "running") {
-      this.store.setPhase("scoring");
-      group = this.store.group();
+      this.store.group.setPhase("scoring");
+      group = this.store.group.get();
     }
     if (group.phase === "scoring") {
-      if (this.isWaiting(TIMER_SCORE)) return;
+      if (this.store.timers.isSet(SCORE)) return;
       await this.distill(group.spec);
       const scored = await scoreEpisodes(
         this.store,
@@ -252,24 +258,24 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         this.config.SCORE_TIMEOUT_S * 1000,
       );
       if (!scored.ok) {
-        const attempts = this.store.countAttempt("score", scored.error);
+        const attempts = this.store.group.countAttempt("score", scored.error);
         if (attempts < this.config.MAX_SCORE_ATTEMPTS) {
-          this.store.setTimer(TIMER_SCORE, Date.now() + retryDelayMs(attempts));
+          this.store.timers.set(SCORE, Date.now() + retryDelayMs(attempts));
           return this.rearm();
         }
         failUngraded(this.store, `${scored.error} (gave up after ${attempts} attempts)`);
       }
       assignCredit(this.store, group.spec);
     }
-    if (this.isWaiting(TIMER_LAND)) return;
+    if (this.store.timers.isSet(LAND)) return;
     // Tokens first, then the rows: a group D1 shows as landed always has its token object.
-    const tokens = tokenLanding(group.spec, this.tokens);
+    const tokens = tokenLanding(group.spec, this.store.tokens);
     let landed: LandingOutcome = tokens
       ? await storeTokenObject(this.env.TOKENS, tokens)
       : { ok: true };
     if (landed.ok) {
       try {
-        const payload = landingPayload(this.store, tokens, this.toolStore, this.policy);
+        const payload = landingPayload(this.store, tokens, this.policy);
         landed = await landGroup(this.env.DB, lander(this.env), payload);
         if (!landed.ok) landed = { ok: false, error: `D1: ${landed.error}` };
       } catch (error) {
@@ -279,12 +285,11 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     }
     if (!landed.ok) {
       // The transcripts and tokens stay here until both are durable.
-      const attempts = this.store.countAttempt("land", landed.error);
-      this.store.setTimer(TIMER_LAND, Date.now() + retryDelayMs(attempts));
+      const attempts = this.store.group.countAttempt("land", landed.error);
+      this.store.timers.set(LAND, Date.now() + retryDelayMs(attempts));
       return this.rearm();
     }
     await this.store.deleteAll();
-    this.policy.forget();
     this.runtime = null;
   }
 
@@ -295,7 +300,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    */
   private async refreshPolicy(): Promise<void> {
     try {
-      const policy = await readRunPolicy(this.env.DB, this.store.group().spec.request.run_id);
+      const policy = await readRunPolicy(this.env.DB, this.store.group.get().spec.request.run_id);
       if (policy !== null && this.store.exists() && this.policy.apply(knownPolicy(policy)))
         this.followPolicy();
     } catch (error) {
@@ -309,7 +314,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    */
   private followPolicy(): void {
     const policy = this.policy.known();
-    const group = this.store.group();
+    const group = this.store.group.get();
     if (policy === null || group.phase !== "running") return;
     // A group that has sent nothing yet is not stale: its turns go out at the current version.
     const lowest = this.policy.span(this.store.sentTurns(), group.spec.request.policy_version).min;
@@ -325,11 +330,11 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    * running driver ends its own once its generation is aborted or its step returns.
    */
   private endStale(detail: string): void {
-    for (const episode of this.store.episodes())
+    for (const episode of this.store.episodes.all())
       if (!TERMINAL_STATES.includes(episode.state) && !this.drivers.has(episode.idx)) {
         this.store.finish(episode.idx, failed(END.stale_policy, detail));
         // A parked retry's timer would only wake the object for nothing.
-        this.store.clearTimer(`retry:${episode.idx}`);
+        this.store.timers.clear({ kind: "retry", episode: episode.idx });
       }
   }
 
@@ -339,14 +344,14 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     if (spec.request.algorithm !== "opd" || teacher === undefined) return;
     const failures = await teachEpisodes({
       model: teacher.model,
-      tokens: this.tokens,
+      tokens: this.store.tokens,
       config: this.config,
-      candidates: this.store
-        .episodes()
+      candidates: this.store.episodes
+        .all()
         .filter((e) => e.state !== "failed")
         .map((e) => e.idx),
       underLimit: async (idx, score) => {
-        const permits = this.runtime?.permits;
+        const permits = this.runtime?.generation.permits;
         // A teacher of its own is not the host MAX_INFLIGHT_GENERATIONS protects.
         if (permits === undefined || this.config.TEACHER_BASE_URL !== undefined) return score();
         await permits.hold(idx, this.config.TEACHER_TIMEOUT_S * 1000 + 60_000);
@@ -361,26 +366,22 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       this.store.finish(idx, failed(END.teacher_failed, problem));
   }
 
-  private isWaiting(timer: string): boolean {
-    return this.store.dueTimers(Number.POSITIVE_INFINITY).includes(timer);
-  }
-
   /**
    * Registers the group in D1 so SQL sees it running; on failure the timer tries again. True
    * when this call registered it.
    */
   private async register(): Promise<boolean> {
-    if (this.store.group().registered) {
-      this.store.clearTimer(TIMER_REGISTER);
+    if (this.store.group.get().registered) {
+      this.store.timers.clear(REGISTER);
       return false;
     }
     try {
-      await registerGroup(this.env.DB, this.store.group().spec);
-      this.store.markRegistered();
-      this.store.clearTimer(TIMER_REGISTER);
+      await registerGroup(this.env.DB, this.store.group.get().spec);
+      this.store.group.markRegistered();
+      this.store.timers.clear(REGISTER);
       return true;
     } catch {
-      this.store.setTimer(TIMER_REGISTER, Date.now() + retryDelayMs(2));
+      this.store.timers.set(REGISTER, Date.now() + retryDelayMs(2));
       return false;
     }
   }
@@ -392,7 +393,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    * the object sleep until that timer.
    */
   private async rearm(): Promise<void> {
-    const timer = this.store.nextTimer();
+    const timer = this.store.timers.next();
     const idle = this.drivers.size === 0 && this.finishing === null && timer !== null;
     const next = idle
       ? timer

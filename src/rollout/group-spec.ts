@@ -19,46 +19,49 @@ export const SamplingSchema = z.strictObject({
 });
 export type Sampling = z.infer<typeof SamplingSchema>;
 
+/** The request's fields, shared by what a caller sends and what a running group keeps. */
+const REQUEST_FIELDS = {
+  env: z.string().min(1).max(128),
+  example: TaskExampleSchema,
+  /** A group of 1 is for evaluation or data collection: it carries no advantage. */
+  group_size: z.number().int().min(1).max(256),
+  prompt_text: z.string().max(200_000).default(""),
+  run_id: z
+    .string()
+    .regex(/^[A-Za-z0-9][\w.:-]{0,127}$/, "letters, digits and . _ : - only, at most 128")
+    .default("default"),
+  /** The policy that samples the group; by default the run's (POST /v1/runs/:id/policy), else 0. */
+  policy_version: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31 - 1)
+    .optional(),
+  credit_assignment: z.enum(["per_episode", "per_turn"]).default("per_episode"),
+  advantage: z.enum(["mean", "mean_std"]).default("mean"),
+  sampling: SamplingSchema,
+  /** Must hold the system prompt plus the whole running transcript. */
+  max_context_tokens: z.number().int().min(64).max(2_097_152).default(32_768),
+  /**
+   * Token-exact episodes: `auto` asks the host for token ids and logprobs and records them
+   * when it sends them; `required` fails an episode whose host does not (`tokens_unavailable`);
+   * `off` does not ask.
+   */
+  tokens: z.enum(["auto", "required", "off"]).default("auto"),
+  /**
+   * `chat`: the host renders the transcript each turn (`/chat/completions`). `tokens`: edgeroll
+   * sends the prompt as ids (`/completions`): the previous prompt, the completion, then the
+   * environment's new messages as the template renders them — never re-rendered, so no
+   * prefix breaks (src/tokens/token-in.ts).
+   */
+  generation: z.enum(["chat", "tokens"]).default("chat"),
+  /** `opd`: on-policy distillation; a teacher scores the student's own tokens after each episode. */
+  algorithm: z.enum(["grpo", "opd"]).default("grpo"),
+  teacher: z.strictObject({ model: z.string().min(1).max(256) }).optional(),
+};
+
 export const StartGroupRequestSchema = z
-  .strictObject({
-    env: z.string().min(1).max(128),
-    example: TaskExampleSchema,
-    /** A group of 1 is for evaluation or data collection: it carries no advantage. */
-    group_size: z.number().int().min(1).max(256),
-    prompt_text: z.string().max(200_000).default(""),
-    run_id: z
-      .string()
-      .regex(/^[A-Za-z0-9][\w.:-]{0,127}$/, "letters, digits and . _ : - only, at most 128")
-      .default("default"),
-    /** The policy that samples the group; by default the run's (POST /v1/runs/:id/policy), else 0. */
-    policy_version: z
-      .number()
-      .int()
-      .min(0)
-      .max(2 ** 31 - 1)
-      .optional(),
-    credit_assignment: z.enum(["per_episode", "per_turn"]).default("per_episode"),
-    advantage: z.enum(["mean", "mean_std"]).default("mean"),
-    sampling: SamplingSchema,
-    /** Must hold the system prompt plus the whole running transcript. */
-    max_context_tokens: z.number().int().min(64).max(2_097_152).default(32_768),
-    /**
-     * Token-exact episodes: `auto` asks the host for token ids and logprobs and records them
-     * when it sends them; `required` fails an episode whose host does not (`tokens_unavailable`);
-     * `off` does not ask.
-     */
-    tokens: z.enum(["auto", "required", "off"]).default("auto"),
-    /**
-     * `chat`: the host renders the transcript each turn (`/chat/completions`). `tokens`: edgeroll
-     * sends the prompt as ids (`/completions`): the previous prompt, the completion, then the
-     * environment's new messages as the template renders them — never re-rendered, so no
-     * prefix breaks (src/tokens/token-in.ts).
-     */
-    generation: z.enum(["chat", "tokens"]).default("chat"),
-    /** `opd`: on-policy distillation; a teacher scores the student's own tokens after each episode. */
-    algorithm: z.enum(["grpo", "opd"]).default("grpo"),
-    teacher: z.strictObject({ model: z.string().min(1).max(256) }).optional(),
-  })
+  .strictObject(REQUEST_FIELDS)
   .superRefine((r, ctx) => {
     const problem = (path: (string | number)[], message: string) =>
       ctx.addIssue({ code: "custom", path, message });
@@ -89,10 +92,17 @@ export const StartGroupRequestSchema = z
 /** What a caller asked for, validated; `policy_version` may still be the run's to fill in. */
 export type AskedGroupRequest = z.infer<typeof StartGroupRequestSchema>;
 
-/** A group's request as it runs: every default filled in, its policy version known. */
-export type StartGroupRequest = Omit<AskedGroupRequest, "policy_version"> & {
-  policy_version: number;
-};
+/**
+ * A group's request as it runs, every default filled in and its policy version known: what its
+ * object keeps in its spec and parses again whenever it wakes. A field added since the group
+ * started takes its default (a group from before token-in has no `generation`: it is `chat`);
+ * one dropped since is ignored.
+ */
+export const GroupRequestSchema = z.object({
+  ...REQUEST_FIELDS,
+  policy_version: REQUEST_FIELDS.policy_version.unwrap().default(0),
+});
+export type StartGroupRequest = z.infer<typeof GroupRequestSchema>;
 
 /** The request with its policy version: the one asked for, else the run's, else 0. */
 export function withPolicyVersion(
@@ -102,14 +112,16 @@ export function withPolicyVersion(
   return { ...asked, policy_version: asked.policy_version ?? runVersion ?? 0 };
 }
 
-export interface GroupSpec {
-  groupId: string;
-  request: StartGroupRequest;
+/** A group as its object keeps it: parsed from storage on every wake, never cast. */
+export const GroupSpecSchema = z.object({
+  groupId: z.string(),
+  request: GroupRequestSchema,
   /** SHA-256 of the canonical request: a retried POST must match it. */
-  requestHash: string;
-  idempotencyKey: string | null;
-  createdAt: string;
-}
+  requestHash: z.string(),
+  idempotencyKey: z.string().nullable(),
+  createdAt: z.string(),
+});
+export type GroupSpec = z.infer<typeof GroupSpecSchema>;
 
 export function episodeId(groupId: string, index: number): string {
   return `${groupId}-e${index}`;

@@ -7,12 +7,11 @@ import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
 import { errorMessage, rewardSuccess } from "../sdk";
-import type { EpisodeToolStore } from "./episode-tools";
 import { episodeId } from "./group-spec";
-import type { GroupStore } from "./group-store";
 import type { LandingOutcome } from "./landing-outcome";
 import { type PolicyWatch, policySpan } from "./policy-watch";
 import { groupRow } from "./registration";
+import type { GroupStorage } from "./storage/group-storage";
 import type { TokenLanding } from "./token-landing";
 
 /** Bulk rows travel as one JSON parameter per statement, well inside D1's 2 MB value limit. */
@@ -116,14 +115,14 @@ export interface LandingPayload {
 
 /** Reads everything a finished group lands with from its object's storage. */
 export function landingPayload(
-  store: GroupStore,
+  store: GroupStorage,
   tokens: TokenLanding | null,
-  tools: EpisodeToolStore | null,
   policy: PolicyWatch | null = null,
 ): LandingPayload {
-  const { spec, creditApplied, warnings } = store.group();
+  const { tools } = store;
+  const { spec, creditApplied, warnings } = store.group.get();
   const { request } = spec;
-  const rows = store.episodes();
+  const rows = store.episodes.all();
   const scores = rows.flatMap((e) => (e.state !== "failed" && e.reward ? [e.reward.score] : []));
   const status = scores.length > 0 ? "landed" : "failed";
   const failed = rows.filter((e) => e.state === "failed");
@@ -140,7 +139,7 @@ export function landingPayload(
     );
   const reasons = [...byReason].map(([reason, n]) => `${reason} x${n}`);
   const finishedAt = iso(Math.max(...rows.map((e) => e.finishedAt ?? e.startedAt)));
-  const messagesByEpisode = store.messagesByEpisode();
+  const messagesByEpisode = store.transcripts.messagesByEpisode();
   // Each sampled turn's version as it was sent (the group's own before its run had a policy);
   // an episode's sampled turns are 0 to turns - 1, and a send that sampled nothing is in no span.
   const versionOf = (idx: number, turn: number) =>
@@ -183,7 +182,7 @@ export function landingPayload(
     sampleCount: tokens?.episodes.get(e.idx)?.sampleCount ?? 0,
     teacherModel: request.teacher?.model ?? null,
     reverseKl: tokens?.episodes.get(e.idx)?.reverseKl ?? null,
-    toolsHash: tools?.of(e.idx)?.hash ?? null,
+    toolsHash: tools.of(e.idx)?.hash ?? null,
     responseText: e.responseText,
     createdAt: iso(e.startedAt),
     finishedAt: iso(e.finishedAt ?? e.startedAt),
@@ -219,7 +218,7 @@ export function landingPayload(
   );
   const toolSets = new Map(
     rows.flatMap((e) => {
-      const set = tools?.of(e.idx);
+      const set = tools.of(e.idx);
       return set ? [[set.hash, set.tools] as const] : [];
     }),
   );

@@ -1,37 +1,11 @@
 /**
- * Asynchronous RL, as one group sees it: what it knows of its run's policy (pushed by the API on
- * every change, re-read from D1 on the heartbeat), the gate that holds its generations while the
- * run is paused, the policy version each turn was sent at, and whether the group has gone stale.
- * Beside the transcripts in the object's SQLite (tables of its own), so a restart keeps all of it.
+ * Asynchronous RL, as one group lives it: the gate that holds its generations while the run is
+ * paused, the signal that aborts them once the group is cancelled as stale, and the policy
+ * version each turn goes out at. What it knows is kept in the object's storage (storage/policy.ts),
+ * so a restart keeps all of it; the gate and the signals are this instance's.
  */
 import { beyondMaxLag, type KnownPolicy } from "../db/run-policies";
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS run_policy (
-  id INTEGER PRIMARY KEY CHECK (id = 1),
-  version INTEGER NOT NULL,
-  max_lag INTEGER,
-  paused INTEGER NOT NULL,
-  revision INTEGER NOT NULL,
-  stale TEXT
-);
-CREATE TABLE IF NOT EXISTS turn_versions (
-  idx INTEGER NOT NULL,
-  turn INTEGER NOT NULL,
-  version INTEGER NOT NULL,
-  PRIMARY KEY (idx, turn)
-);`;
-
-interface State {
-  policy: KnownPolicy | null;
-  /** Why the group was cancelled as stale; null while it is not. */
-  stale: string | null;
-  /**
-   * The version each episode's turns were (last) sent at, by turn; none for turns sent before
-   * the run had a policy (those went out at the group's own version).
-   */
-  turns: Map<number, Map<number, number>>;
-}
+import type { PolicyTable } from "./storage/policy";
 
 /** Why a group whose oldest generation went out at `lowest` is too stale to go on, or null. */
 export function staleness(policy: KnownPolicy, lowest: number): string | null {
@@ -62,62 +36,34 @@ export function policySpan(
 }
 
 export class PolicyWatch {
-  private cache: State | null = null;
   private readonly cancel = new AbortController();
   /** Fires at the next pause or cancellation; renewed each time it fires. */
   private interrupts = new AbortController();
   /** Generations waiting for the run to resume, or for the group to be cancelled. */
   private waiters: (() => void)[] = [];
 
-  constructor(private readonly sql: SqlStorage) {}
-
-  private get state(): State {
-    if (this.cache === null) {
-      this.sql.exec(SCHEMA);
-      const row = this.sql.exec("SELECT * FROM run_policy WHERE id = 1").toArray()[0];
-      const turns = new Map<number, Map<number, number>>();
-      for (const r of this.sql.exec("SELECT idx, turn, version FROM turn_versions")) {
-        const idx = Number(r.idx);
-        const episode = turns.get(idx) ?? new Map<number, number>();
-        episode.set(Number(r.turn), Number(r.version));
-        turns.set(idx, episode);
-      }
-      this.cache = {
-        policy:
-          row === undefined
-            ? null
-            : {
-                version: Number(row.version),
-                maxLag: row.max_lag === null ? null : Number(row.max_lag),
-                paused: row.paused === 1,
-                revision: Number(row.revision),
-              },
-        stale: (row?.stale as string | null | undefined) ?? null,
-        turns,
-      };
-      // An instance that wakes after the cancellation starts out cancelled.
-      if (this.cache.stale !== null) this.cancel.abort();
-    }
-    return this.cache;
-  }
+  constructor(private readonly table: PolicyTable) {}
 
   /** The run's policy as last heard; null for a run whose trainer never set one. */
   known(): KnownPolicy | null {
-    return this.state.policy;
+    return this.table.known();
   }
 
   get paused(): boolean {
-    return this.state.policy?.paused === true;
+    return this.table.known()?.paused === true;
   }
 
   /** Why the group was cancelled as stale; null while it runs on. */
   get stale(): string | null {
-    return this.state.stale;
+    const stale = this.table.stale();
+    // An instance that wakes after the cancellation starts out cancelled.
+    if (stale !== null && !this.cancel.signal.aborted) this.cancel.abort(new Error(stale));
+    return stale;
   }
 
   /** Aborted once the group is cancelled: its generations in flight stop. */
   get signal(): AbortSignal {
-    void this.state;
+    void this.stale;
     return this.cancel.signal;
   }
 
@@ -137,18 +83,7 @@ export class PolicyWatch {
 
   /** Takes an update if it is newer than what this group knows; true if it was. */
   apply(policy: KnownPolicy): boolean {
-    const known = this.state.policy;
-    if (known !== null && policy.revision <= known.revision) return false;
-    this.sql.exec(
-      `INSERT INTO run_policy (id, version, max_lag, paused, revision) VALUES (1, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET version = excluded.version, max_lag = excluded.max_lag,
-         paused = excluded.paused, revision = excluded.revision`,
-      policy.version,
-      policy.maxLag,
-      policy.paused ? 1 : 0,
-      policy.revision,
-    );
-    this.state.policy = { ...policy };
+    if (!this.table.apply(policy)) return false;
     if (policy.paused) this.interrupt();
     else this.wake();
     return true;
@@ -156,11 +91,8 @@ export class PolicyWatch {
 
   /** Cancels the group: its generations abort, and every waiting one is let go to end. */
   markStale(detail: string): void {
-    if (this.state.stale !== null) return;
-    const policy = this.state.policy;
-    if (policy === null) throw new Error("a group goes stale only against its run's policy");
-    this.sql.exec("UPDATE run_policy SET stale = ? WHERE id = 1", detail);
-    this.state.stale = detail;
+    if (this.table.stale() !== null) return;
+    this.table.markStale(detail);
     this.cancel.abort(new Error(detail));
     this.interrupt();
     this.wake();
@@ -184,22 +116,13 @@ export class PolicyWatch {
    * row (a run that never sets one writes nothing per turn).
    */
   recordSend(idx: number, turn: number): void {
-    const policy = this.state.policy;
-    if (policy === null) return;
-    this.sql.exec(
-      "INSERT OR REPLACE INTO turn_versions (idx, turn, version) VALUES (?, ?, ?)",
-      idx,
-      turn,
-      policy.version,
-    );
-    const episode = this.state.turns.get(idx) ?? new Map<number, number>();
-    episode.set(turn, policy.version);
-    this.state.turns.set(idx, episode);
+    const policy = this.table.known();
+    if (policy !== null) this.table.recordSend(idx, turn, policy.version);
   }
 
   /** The version a turn was sent at: the recorded one, else the group's own (sent before any). */
   turnVersion(idx: number, turn: number, groupVersion: number): number {
-    return this.state.turns.get(idx)?.get(turn) ?? groupVersion;
+    return this.table.turnVersion(idx, turn) ?? groupVersion;
   }
 
   /**
@@ -209,10 +132,5 @@ export class PolicyWatch {
    */
   span(sent: ReadonlyMap<number, number>, groupVersion: number): PolicySpan {
     return policySpan(sent, (idx, turn) => this.turnVersion(idx, turn, groupVersion));
-  }
-
-  /** After landing: storage is gone, so is what was read from it. */
-  forget(): void {
-    this.cache = null;
   }
 }

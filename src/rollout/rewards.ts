@@ -13,8 +13,10 @@ import {
 } from "../sdk";
 import { type Timed, withTimeout } from "../utils/timeout";
 import { episodeId, type GroupSpec } from "./group-spec";
-import type { EpisodeRow, GroupStore, MessageRow } from "./group-store";
 import { END, failed } from "./outcomes";
+import type { EpisodeRow } from "./storage/episodes";
+import type { GroupStorage } from "./storage/group-storage";
+import type { MessageRow } from "./storage/transcripts";
 
 function episodeForScoring(
   episode: EpisodeRow,
@@ -37,16 +39,16 @@ function episodeForScoring(
  * a recorded failure.
  */
 export async function scoreEpisodes(
-  store: GroupStore,
+  store: GroupStorage,
   spec: GroupSpec,
   scoreWorker: ScoreWorkerApi,
   timeoutMs: number,
 ): Promise<{ ok: true } | { ok: false; error: string }> {
-  const gradable = store.episodes().filter((e) => e.state !== "failed" && e.reward === null);
+  const gradable = store.episodes.all().filter((e) => e.state !== "failed" && e.reward === null);
   if (gradable.length === 0) return { ok: true };
   // One read for the whole group, not one per episode.
-  const messages = store.messagesByEpisode();
-  const steps = store.stepsByEpisode();
+  const messages = store.transcripts.messagesByEpisode();
+  const steps = store.transcripts.stepsByEpisode();
   let graded: Timed<ScoreOutcome[]>;
   try {
     graded = await withTimeout(
@@ -71,16 +73,16 @@ export async function scoreEpisodes(
 }
 
 /** Gives up on grading: every episode still without a grade fails with the last error. */
-export function failUngraded(store: GroupStore, error: string): void {
-  for (const episode of store.episodes()) {
+export function failUngraded(store: GroupStorage, error: string): void {
+  for (const episode of store.episodes.all()) {
     if (episode.state !== "failed" && episode.reward === null)
       store.finish(episode.idx, failed(END.score_error, error));
   }
 }
 
 /** Assigns group-relative credit from the recorded grades; the group moves on to landing. */
-export function assignCredit(store: GroupStore, spec: GroupSpec): void {
-  const episodes = store.episodes();
+export function assignCredit(store: GroupStorage, spec: GroupSpec): void {
+  const episodes = store.episodes.all();
   const credit = assignGroupCredit(
     episodes.map((e) => ({
       id: episodeId(spec.groupId, e.idx),

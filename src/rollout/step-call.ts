@@ -7,7 +7,7 @@ import type { EnvCall } from "../env-workers/env-call";
 import type { RemoteFault } from "../environments/remote/client";
 import { errorMessage } from "../sdk";
 import { backoffDelayMs, sleep } from "../utils/backoff";
-import { withTimeout } from "../utils/timeout";
+import { type Timed, withTimeout } from "../utils/timeout";
 import { END, type EpisodeEnd, type FailureReason, failed } from "./outcomes";
 
 /** The environment's value, or why the episode ends here. */
@@ -40,10 +40,11 @@ const REMOTE_FAULT_END: Record<RemoteFault, FailureReason> = {
   failed: END.env_error,
 };
 
-/** What the environment's own answer means for the episode. */
-export function answerOf<T>(hook: EnvHook, call: EnvCall<T> | "timeout"): StepAnswer<T> {
-  if (call === "timeout")
+/** What the environment's own answer, or its running out of time, means for the episode. */
+export function answerOf<T>(hook: EnvHook, answer: Timed<EnvCall<T>>): StepAnswer<T> {
+  if (answer.kind === "timeout")
     return { kind: "ended", end: failed(END.step_timeout, `${hook} ran past STEP_TIMEOUT_S`) };
+  const call = answer.value;
   if (!call.ok)
     return { kind: "ended", end: failed(REMOTE_FAULT_END[call.fault ?? "failed"], call.error) };
   return { kind: "ok", value: call.value };
@@ -57,8 +58,7 @@ export async function callStepWorker<T>(
   const what = CALL_NAME[hook];
   for (let attempt = 1; ; attempt++) {
     try {
-      const answer = await withTimeout(call(), timeoutMs);
-      return answerOf(hook, answer.kind === "timeout" ? "timeout" : answer.value);
+      return answerOf(hook, await withTimeout(call(), timeoutMs));
     } catch (error) {
       const fault = environmentFault(errorMessage(error));
       if (fault !== null)

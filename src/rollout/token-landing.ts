@@ -7,10 +7,11 @@
 import { errorMessage } from "../sdk";
 import type { TokenMode } from "../tokens/token-mode";
 import { encodeTokenObject, tokenObjectKey } from "../tokens/token-object";
-import type { TokenStore } from "../tokens/token-store";
 import { logprobSum, prefixBreaks, type TurnTokens } from "../tokens/turn-tokens";
+import { tokenPolicyOf } from "./generation/token-policy";
 import type { GroupSpec } from "./group-spec";
 import type { LandingOutcome } from "./landing-outcome";
+import type { TokensTable } from "./storage/tokens";
 
 export interface TurnTokenSummary {
   model: string | null;
@@ -50,9 +51,9 @@ export function reverseKl(turns: readonly TurnTokens[]): number | null {
   return count > 0 ? sum / count : null;
 }
 
-/** What a group lands of its tokens; null for a group that asked for `tokens: "off"`. */
-export function tokenLanding(spec: GroupSpec, store: TokenStore): TokenLanding | null {
-  if (spec.request.tokens === "off") return null;
+/** What a group lands of its tokens; null for a group whose token policy keeps none (`"off"`). */
+export function tokenLanding(spec: GroupSpec, store: TokensTable): TokenLanding | null {
+  if (!tokenPolicyOf(spec.request).land) return null;
   const recorded = store.episodes(spec.request.group_size);
   const episodes = new Map<number, EpisodeTokenSummary>();
   for (const { idx, turns } of recorded) {

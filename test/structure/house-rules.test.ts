@@ -53,6 +53,14 @@ describe("the house rules", () => {
     expect(casts).toEqual([]);
   });
 
+  it("creates a Durable Object's tables only in numbered migrations, in files named migrations.ts", () => {
+    const creators = [...text]
+      .filter(([file]) => file.startsWith("src/") && !file.endsWith("/migrations.ts"))
+      .filter(([, source]) => /CREATE\s+(VIRTUAL\s+)?TABLE/i.test(source))
+      .map(([file]) => file);
+    expect(creators).toEqual([]);
+  });
+
   it("registers no test-only environment in the deployed Worker", () => {
     // Only fixtures/register.ts adds them, where tests, reliability runs and benches run.
     expect(environmentNames()).not.toContain("chaos");

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { configFrom } from "../../src/config";
 import { teachEpisodes } from "../../src/distill/teacher-scoring";
 import { END } from "../../src/rollout/outcomes";
-import { TokenStore } from "../../src/tokens/token-store";
+import { GroupStorage } from "../../src/rollout/storage/group-storage";
 import {
   api,
   guessExample,
@@ -102,7 +102,9 @@ describe("on-policy distillation", () => {
     };
     const before = await simulatorRequests(teacher);
     const scored = await runInDurableObject(stub, async (_instance, state) => {
-      const tokens = new TokenStore(state.storage);
+      const storage = new GroupStorage(state.storage);
+      storage.db.upgrade();
+      const { tokens } = storage;
       for (const idx of [0, 1]) {
         const [prompt, completion] = sequence(1000 + idx);
         tokens.record(
@@ -115,7 +117,7 @@ describe("on-policy distillation", () => {
             model: "sim",
           },
           { temperature: 1, topP: 1 },
-        )();
+        );
       }
       tokens.recordTeacher(0, new Map([[0, Float32Array.from([-7, -7, -7])]]));
       const failures = await teachEpisodes({

@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { newGroupSpec } from "../../src/rollout/group-ids";
 import { StartGroupRequestSchema, withPolicyVersion } from "../../src/rollout/group-spec";
-import { GroupStore } from "../../src/rollout/group-store";
+import { GroupStorage } from "../../src/rollout/storage/group-storage";
 import { type ChatMessage, sampledMessage } from "../../src/sdk";
 
 const STATS = {
@@ -16,9 +16,11 @@ const STATS = {
   attempts: 1,
 };
 
+const NO_TOKENS = { kind: "off" } as const;
+
 /** A fresh object holding one group of one episode that has opened and sent its generation. */
 async function withOpenedEpisode(
-  body: (store: GroupStore, storage: DurableObjectStorage) => void,
+  body: (store: GroupStorage, storage: DurableObjectStorage) => void,
 ): Promise<void> {
   const request = withPolicyVersion(
     StartGroupRequestSchema.parse({
@@ -32,10 +34,10 @@ async function withOpenedEpisode(
   const spec = await newGroupSpec(request, null);
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
   await runInDurableObject(stub, (_instance, state) => {
-    const store = new GroupStore(state.storage);
+    const store = new GroupStorage(state.storage);
     store.create(spec);
-    store.recordOpening(0, [{ role: "user", content: "Guess." }], 5);
-    store.markSent(0, Date.now() + 60_000);
+    store.recordOpening(0, [{ role: "user", content: "Guess." }], 5, null);
+    store.generations.markSent(0, Date.now() + 60_000);
     body(store, state.storage);
   });
 }
@@ -57,32 +59,34 @@ const seqs = (storage: DurableObjectStorage) =>
 it("a refused action leaves the episode generating, its generation still sent", async () => {
   await withOpenedEpisode((store, storage) => {
     occupySeq(storage, 1);
-    expect(() => store.recordAction(0, sampledMessage({ content: "5" }), STATS)).toThrow();
-    const reread = new GroupStore(storage);
-    expect(reread.episode(0)).toMatchObject({ state: "generating", turns: 0 });
-    expect(reread.generation(0)?.state).toBe("sent");
+    expect(() =>
+      store.recordAction(0, sampledMessage({ content: "5" }), STATS, NO_TOKENS),
+    ).toThrow();
+    const reread = new GroupStorage(storage);
+    expect(reread.episodes.get(0)).toMatchObject({ state: "generating", turns: 0 });
+    expect(reread.generations.get(0)?.state).toBe("sent");
     expect(seqs(storage)).toEqual([0, 1]);
   });
 });
 
 it("a refused reply leaves the episode stepping, with no step recorded", async () => {
   await withOpenedEpisode((store, storage) => {
-    store.recordAction(0, sampledMessage({ content: "5" }), STATS);
+    store.recordAction(0, sampledMessage({ content: "5" }), STATS, NO_TOKENS);
     occupySeq(storage, 2);
     const reply: ChatMessage = { role: "user", content: "Higher." };
     expect(() =>
       store.recordStep(0, { messages: [reply], metadata: {}, done: false }, "5"),
     ).toThrow();
-    const reread = new GroupStore(storage);
-    expect(reread.episode(0)).toMatchObject({ state: "stepping", turns: 1 });
-    expect(reread.stepsByEpisode().get(0)).toBeUndefined();
+    const reread = new GroupStorage(storage);
+    expect(reread.episodes.get(0)).toMatchObject({ state: "stepping", turns: 1 });
+    expect(reread.transcripts.stepsByEpisode().get(0)).toBeUndefined();
     expect(seqs(storage)).toEqual([0, 1, 2]);
   });
 });
 
 it("a reply of several messages is written whole or not at all", async () => {
   await withOpenedEpisode((store, storage) => {
-    store.recordAction(0, sampledMessage({ content: "5" }), STATS);
+    store.recordAction(0, sampledMessage({ content: "5" }), STATS, NO_TOKENS);
     occupySeq(storage, 3); // the second of the two replies
     const replies: ChatMessage[] = [
       { role: "tool", content: "higher", tool_call_id: "c1" },
@@ -91,8 +95,8 @@ it("a reply of several messages is written whole or not at all", async () => {
     expect(() =>
       store.recordStep(0, { messages: replies, metadata: {}, done: false }, "5"),
     ).toThrow();
-    const reread = new GroupStore(storage);
-    expect(reread.episode(0)).toMatchObject({ state: "stepping", turns: 1 });
+    const reread = new GroupStorage(storage);
+    expect(reread.episodes.get(0)).toMatchObject({ state: "stepping", turns: 1 });
     expect(seqs(storage)).toEqual([0, 1, 3]);
   });
 });

@@ -3,7 +3,7 @@
 // gave up on stays held.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { groupPermits } from "../../src/rollout/permits";
+import { groupPermits } from "../../src/rollout/limiter/permits";
 
 const LEASE = 60_000;
 let n = 0;

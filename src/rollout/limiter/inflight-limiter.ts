@@ -8,6 +8,8 @@
  * the alarm, which reclaims expired leases, looks at all of them.
  */
 import { DurableObject } from "cloudflare:workers";
+import { migrate } from "../../utils/migrations";
+import { LIMITER_MIGRATIONS } from "./migrations";
 
 interface Waiter {
   ticket: string;
@@ -27,11 +29,8 @@ export class InflightLimiter extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    const sql = ctx.storage.sql;
-    sql.exec(
-      "CREATE TABLE IF NOT EXISTS permits (ticket TEXT PRIMARY KEY, group_id TEXT NOT NULL, expires_at INTEGER NOT NULL)",
-    );
-    for (const r of sql.exec("SELECT * FROM permits").toArray()) {
+    migrate(ctx.storage, LIMITER_MIGRATIONS);
+    for (const r of ctx.storage.sql.exec("SELECT * FROM permits").toArray()) {
       this.permits.set(r.ticket as string, {
         group: r.group_id as string,
         expiresAt: Number(r.expires_at),

@@ -4,10 +4,10 @@
  * closing and the bridge of the environment's new messages (src/tokens/token-in.ts). Every
  * `/tokenize` call is part of the generation's attempt: under its deadline, out of its retries.
  */
-import type { InferenceEndpoint } from "../inference/client";
-import type { CallOutcome } from "../inference/retries";
-import { type TokenizeInput, tokenize } from "../inference/tokenize";
-import { type ChatMessage, isSampledAction } from "../sdk";
+import type { InferenceEndpoint } from "../../inference/client";
+import type { CallOutcome } from "../../inference/retries";
+import { type TokenizeInput, tokenize } from "../../inference/tokenize";
+import { type ChatMessage, isSampledAction } from "../../sdk";
 import {
   bridgeOf,
   closingOf,
@@ -15,8 +15,8 @@ import {
   DUMMY_REPLY,
   nextPrompt,
   TemplateSeamError,
-} from "../tokens/token-in";
-import type { TokenStore } from "../tokens/token-store";
+} from "../../tokens/token-in";
+import type { TokensTable } from "../storage/tokens";
 
 type NotOk = Exclude<CallOutcome<unknown>, { kind: "ok" }>;
 
@@ -48,7 +48,7 @@ export interface PromptContext {
   endpoint: InferenceEndpoint;
   model: string;
   /** What each episode's last turn left. */
-  tokens: TokenStore;
+  tokens: Pick<TokensTable, "sequence">;
   seams: SeamsCache;
 }
 

@@ -6,8 +6,8 @@
  * together go out as one call.
  */
 
-import { backoffDelayMs, sleep } from "../utils/backoff";
-import { inflightLimiter } from "./bindings";
+import { backoffDelayMs, sleep } from "../../utils/backoff";
+import { inflightLimiter } from "../bindings";
 
 export interface Permits {
   /**

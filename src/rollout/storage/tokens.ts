@@ -1,50 +1,20 @@
 /**
- * A group object's token storage, beside its transcripts (same SQLite, tables of their own):
- * each sampled turn's tokens as the host sent them, the prompt kept only as its tail after what
- * the previous turn left, and why an episode is not token-exact when it is not. Written in the
- * same transaction as the turn's action (GroupStore.recordAction's `alongside`); the in-memory
- * caches change only once that transaction has committed.
+ * Each sampled turn's tokens as the host sent them, the prompt kept only as its tail after what
+ * the previous turn left; the teacher's logprobs once distillation scored them; and why an
+ * episode is not token-exact when it is not. Written in the transaction that records the turn's
+ * action; the in-memory caches change only once it has committed.
  */
-import { bytesOf } from "./bytes";
-import type { TokenMode } from "./token-mode";
-import type { EpisodeTokens } from "./token-object";
-import { type HostTokens, sequenceAfter, type TurnTokens, toTurnTokens } from "./turn-tokens";
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS turn_tokens (
-  idx INTEGER NOT NULL,
-  turn INTEGER NOT NULL,
-  prompt_length INTEGER NOT NULL,
-  prefix_length INTEGER NOT NULL,
-  completion_length INTEGER NOT NULL,
-  prompt_tail BLOB NOT NULL,
-  completion BLOB NOT NULL,
-  logprobs BLOB NOT NULL,
-  spilled INTEGER NOT NULL DEFAULT 0,
-  consistent INTEGER NOT NULL,
-  model TEXT,
-  temperature REAL NOT NULL,
-  top_p REAL NOT NULL,
-  PRIMARY KEY (idx, turn)
-);
-CREATE TABLE IF NOT EXISTS turn_token_parts (
-  idx INTEGER NOT NULL,
-  turn INTEGER NOT NULL,
-  part INTEGER NOT NULL,
-  data BLOB NOT NULL,
-  PRIMARY KEY (idx, turn, part)
-);
-CREATE TABLE IF NOT EXISTS teacher_logprobs (
-  idx INTEGER NOT NULL,
-  turn INTEGER NOT NULL,
-  logprobs BLOB NOT NULL,
-  PRIMARY KEY (idx, turn)
-);
-CREATE TABLE IF NOT EXISTS token_modes (
-  idx INTEGER PRIMARY KEY,
-  mode TEXT NOT NULL,
-  reason TEXT
-);`;
+import { bytesOf } from "../../tokens/bytes";
+import { type TokenMode, TokenModeSchema } from "../../tokens/token-mode";
+import type { EpisodeTokens } from "../../tokens/token-object";
+import {
+  type HostTokens,
+  sequenceAfter,
+  type TurnTokens,
+  toTurnTokens,
+} from "../../tokens/turn-tokens";
+import { textOrNull } from "./columns";
+import type { GroupDatabase } from "./database";
 
 /**
  * A turn's arrays stay in its row up to this many bytes; larger ones (a 256k-token completion,
@@ -61,30 +31,23 @@ interface Cached {
 
 const EMPTY = new Uint8Array(0);
 
-export class TokenStore {
-  private ready = false;
+export class TokensTable {
   private readonly cache = new Map<number, Cached>();
   private modes: Map<number, { mode: TokenMode; reason: string | null }> | null = null;
 
-  private readonly sql: SqlStorage;
-
-  constructor(private readonly storage: DurableObjectStorage) {
-    this.sql = storage.sql;
-  }
-
-  private ensure(): void {
-    if (this.ready) return;
-    this.sql.exec(SCHEMA);
-    this.ready = true;
+  constructor(private readonly db: GroupDatabase) {
+    db.onReset(() => {
+      this.cache.clear();
+      this.modes = null;
+    });
   }
 
   /** Turns of one episode, or of all, in order. */
   private read(idx?: number): Map<number, TurnTokens[]> {
-    this.ensure();
     const rows =
       idx === undefined
-        ? this.sql.exec("SELECT * FROM turn_tokens ORDER BY idx, turn")
-        : this.sql.exec("SELECT * FROM turn_tokens WHERE idx = ? ORDER BY turn", idx);
+        ? this.db.exec("SELECT * FROM turn_tokens ORDER BY idx, turn")
+        : this.db.exec("SELECT * FROM turn_tokens WHERE idx = ? ORDER BY turn", idx);
     const byEpisode = new Map<number, TurnTokens[]>();
     for (const r of rows) {
       const tail = Number(r.prompt_length) - Number(r.prefix_length);
@@ -107,15 +70,15 @@ export class TokenStore {
         completionIds,
         logprobs,
         consistent: r.consistent === 1,
-        model: r.model as string | null,
+        model: textOrNull(r.model),
         temperature: Number(r.temperature),
         topP: Number(r.top_p),
       });
     }
     const teacher =
       idx === undefined
-        ? this.sql.exec("SELECT * FROM teacher_logprobs")
-        : this.sql.exec("SELECT * FROM teacher_logprobs WHERE idx = ?", idx);
+        ? this.db.exec("SELECT * FROM teacher_logprobs")
+        : this.db.exec("SELECT * FROM teacher_logprobs WHERE idx = ?", idx);
     for (const r of teacher) {
       const turn = byEpisode.get(Number(r.idx))?.find((t) => t.turn === Number(r.turn));
       if (turn !== undefined) turn.teacherLogprobs = new Float32Array(r.logprobs as ArrayBuffer);
@@ -134,10 +97,9 @@ export class TokenStore {
    * commits is done again whole.
    */
   recordTeacher(idx: number, byTurn: Map<number, Float32Array>): void {
-    this.ensure();
-    this.storage.transactionSync(() => {
+    this.db.transaction(() => {
       for (const [turn, logprobs] of byTurn)
-        this.sql.exec(
+        this.db.exec(
           "INSERT OR REPLACE INTO teacher_logprobs (idx, turn, logprobs) VALUES (?, ?, ?)",
           idx,
           turn,
@@ -148,12 +110,12 @@ export class TokenStore {
 
   /** Whether the teacher has scored every recorded turn of the episode. */
   teacherScored(idx: number): boolean {
-    this.ensure();
-    const scored = this.sql
-      .exec("SELECT COUNT(*) AS n FROM teacher_logprobs WHERE idx = ?", idx)
-      .one().n as number;
-    const turns = this.sql.exec("SELECT COUNT(*) AS n FROM turn_tokens WHERE idx = ?", idx).one()
-      .n as number;
+    const scored = Number(
+      this.db.exec("SELECT COUNT(*) AS n FROM teacher_logprobs WHERE idx = ?", idx).one().n,
+    );
+    const turns = Number(
+      this.db.exec("SELECT COUNT(*) AS n FROM turn_tokens WHERE idx = ?", idx).one().n,
+    );
     return turns > 0 && scored === turns;
   }
 
@@ -161,7 +123,7 @@ export class TokenStore {
   private parts(idx: number, turn: number, tail: number, completion: number) {
     const bytes = new Uint8Array(4 * (tail + 2 * completion));
     let at = 0;
-    for (const p of this.sql.exec(
+    for (const p of this.db.exec(
       "SELECT data FROM turn_token_parts WHERE idx = ? AND turn = ? ORDER BY part",
       idx,
       turn,
@@ -197,15 +159,15 @@ export class TokenStore {
   }
 
   /**
-   * Writes a turn's tokens inside the transaction that records the turn's action, and returns
-   * what to do once it has committed (move the episode's cached sequence on).
+   * Writes a turn's tokens, inside the transaction that records the turn's action; the
+   * episode's cached sequence moves on once it has committed.
    */
   record(
     idx: number,
     turn: number,
     host: HostTokens,
     sampling: { temperature: number; topP: number },
-  ): () => void {
+  ): void {
     const previous = this.cached(idx);
     if (turn !== previous.turns) {
       // Turns are recorded once each, in order: anything else would corrupt every later prefix.
@@ -215,7 +177,7 @@ export class TokenStore {
     const arrays = [tokens.promptTail, tokens.completionIds, tokens.logprobs].map(bytesOf);
     const size = arrays.reduce((n, a) => n + a.length, 0);
     const spilled = size > INLINE_BYTES;
-    this.sql.exec(
+    this.db.exec(
       `INSERT INTO turn_tokens (idx, turn, prompt_length, prefix_length, completion_length,
          prompt_tail, completion, logprobs, spilled, consistent, model, temperature, top_p)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -241,7 +203,7 @@ export class TokenStore {
         at += a.length;
       }
       for (let part = 0; part * PART_BYTES < size; part++) {
-        this.sql.exec(
+        this.db.exec(
           "INSERT INTO turn_token_parts (idx, turn, part, data) VALUES (?, ?, ?, ?)",
           idx,
           turn,
@@ -250,35 +212,29 @@ export class TokenStore {
         );
       }
     }
-    return () =>
-      this.cache.set(idx, {
-        sequence: sequenceAfter(previous.sequence, tokens),
-        turns: turn + 1,
-      });
+    this.db.afterCommit(() =>
+      this.cache.set(idx, { sequence: sequenceAfter(previous.sequence, tokens), turns: turn + 1 }),
+    );
   }
 
-  /**
-   * The episode can no longer make exact samples; records why, once, inside the turn's
-   * transaction, and returns what to do once it has committed.
-   */
-  markInexact(idx: number, reason: string): () => void {
-    if (this.mode(idx) === "none") return () => {};
-    this.sql.exec(
+  /** The episode can no longer make exact samples: records why, once, in the turn's write. */
+  markInexact(idx: number, reason: string): void {
+    if (this.mode(idx) === "none") return;
+    this.db.exec(
       "INSERT OR REPLACE INTO token_modes (idx, mode, reason) VALUES (?, 'none', ?)",
       idx,
       reason,
     );
-    return () => this.modes?.set(idx, { mode: "none", reason });
+    this.db.afterCommit(() => this.modes?.set(idx, { mode: "none", reason }));
   }
 
   private modeRow(idx: number) {
     if (this.modes === null) {
-      this.ensure();
       this.modes = new Map();
-      for (const r of this.sql.exec("SELECT idx, mode, reason FROM token_modes"))
+      for (const r of this.db.exec("SELECT idx, mode, reason FROM token_modes"))
         this.modes.set(Number(r.idx), {
-          mode: r.mode as TokenMode,
-          reason: r.reason as string | null,
+          mode: TokenModeSchema.parse(r.mode),
+          reason: textOrNull(r.reason),
         });
     }
     return this.modes.get(idx) ?? { mode: "exact" as const, reason: null };

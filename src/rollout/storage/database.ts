@@ -1,0 +1,90 @@
+/**
+ * The group object's SQLite, owned by one class: its schema (numbered migrations), its
+ * transactions, and the reset once the group has landed. The tables (one module each, beside
+ * this one) read and write through it. A write made inside `transaction` commits with the
+ * others or not at all; what a table does once its write is durable, such as moving its cache
+ * on, waits for the commit (`afterCommit`), so a refused write leaves every cache as it was.
+ */
+import { migrate } from "../../utils/migrations";
+import { GROUP_MIGRATIONS } from "./migrations";
+
+export class GroupDatabase {
+  private readonly sql: SqlStorage;
+  /** Callbacks of the transaction under way; null outside one. */
+  private committed: (() => void)[] | null = null;
+  private readonly resets: (() => void)[] = [];
+  private migrated = false;
+
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    readonly now: () => number = Date.now,
+  ) {
+    this.sql = storage.sql;
+  }
+
+  /**
+   * Whether the object holds a group's tables. Asking writes nothing: a lookup of an id no group
+   * has must leave its object empty.
+   */
+  hasGroup(): boolean {
+    const found = this.sql
+      .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'group_state'")
+      .toArray();
+    if (found.length === 0) return false;
+    this.upgrade();
+    return this.sql.exec("SELECT 1 FROM group_state").toArray().length > 0;
+  }
+
+  /** Brings the schema to the latest version: a fresh object's, or an older deploy's in place. */
+  upgrade(): void {
+    if (this.migrated) return;
+    migrate(this.storage, GROUP_MIGRATIONS, this.now());
+    this.migrated = true;
+  }
+
+  /** One statement; `bindings` are numbers, strings, nulls, or bytes (typed arrays). */
+  exec(query: string, ...bindings: unknown[]): SqlStorageCursor<Record<string, SqlStorageValue>> {
+    return this.sql.exec(query, ...bindings);
+  }
+
+  /**
+   * Runs `write` as one transaction, then every callback its writes registered. A transaction
+   * begun inside another joins it: the writes of a turn commit together, whichever tables made
+   * them.
+   */
+  transaction<T>(write: () => T): T {
+    if (this.committed !== null) return write();
+    const committed: (() => void)[] = [];
+    this.committed = committed;
+    let result: T;
+    try {
+      result = this.storage.transactionSync(write);
+    } finally {
+      this.committed = null;
+    }
+    for (const callback of committed) callback();
+    return result;
+  }
+
+  /**
+   * Runs `callback` once the current transaction has committed; at once outside a transaction,
+   * where each statement commits on its own.
+   */
+  afterCommit(callback: () => void): void {
+    if (this.committed === null) callback();
+    else this.committed.push(callback);
+  }
+
+  /** A table's in-memory state to drop when the object's storage is deleted. */
+  onReset(forget: () => void): void {
+    this.resets.push(forget);
+  }
+
+  /** After landing: the group's data lives in D1 now; nothing stays here, in storage or memory. */
+  async deleteAll(): Promise<void> {
+    for (const forget of this.resets) forget();
+    this.migrated = false;
+    await this.storage.deleteAlarm();
+    await this.storage.deleteAll();
+  }
+}

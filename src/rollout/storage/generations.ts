@@ -1,0 +1,169 @@
+/**
+ * The generation each episode is waiting for, if any. `queued`: to be sent; `sent`: on its way
+ * to the host (a row that outlives the instance that sent it means the request was lost);
+ * `waiting`: parked until `retryAt` because the host asked for a long backoff. The deadline
+ * window (`deadlineAt`) spans an attempt's transport retries; a timeout opens a new one.
+ */
+import { z } from "zod";
+import { numOrNull, type Row } from "./columns";
+import type { GroupDatabase } from "./database";
+
+export const GenerationStateSchema = z.enum(["queued", "sent", "waiting"]);
+
+export interface GenerationRow {
+  idx: number;
+  state: z.infer<typeof GenerationStateSchema>;
+  timeouts: number;
+  /** HTTP attempts this turn, across every window. */
+  attempts: number;
+  /** Transport retries used in the current window. */
+  retries: number;
+  sentAt: number | null;
+  deadlineAt: number | null;
+  retryAt: number | null;
+}
+
+function toGeneration(r: Row): GenerationRow {
+  return {
+    idx: Number(r.idx),
+    state: GenerationStateSchema.parse(r.state),
+    timeouts: Number(r.timeouts),
+    attempts: Number(r.attempts),
+    retries: Number(r.retries),
+    sentAt: numOrNull(r.sent_at),
+    deadlineAt: numOrNull(r.deadline_at),
+    retryAt: numOrNull(r.retry_at),
+  };
+}
+
+export class GenerationsTable {
+  private mirror: Map<number, GenerationRow> | null = null;
+
+  constructor(private readonly db: GroupDatabase) {
+    db.onReset(() => {
+      this.mirror = null;
+    });
+  }
+
+  private get rows(): Map<number, GenerationRow> {
+    if (this.mirror === null) {
+      this.mirror = new Map();
+      for (const r of this.db.exec("SELECT * FROM generations"))
+        this.mirror.set(Number(r.idx), toGeneration(r));
+    }
+    return this.mirror;
+  }
+
+  get(idx: number): GenerationRow | null {
+    return this.rows.get(idx) ?? null;
+  }
+
+  has(idx: number): boolean {
+    return this.rows.has(idx);
+  }
+
+  private patch(idx: number, patch: Partial<GenerationRow>): void {
+    this.db.afterCommit(() => {
+      const current = this.get(idx);
+      if (current) this.rows.set(idx, { ...current, ...patch });
+    });
+  }
+
+  /**
+   * The generation is on its way to the host. The row is written only now: an instance that
+   * dies while an episode waits for a permit leaves nothing to redo.
+   */
+  markSent(idx: number, deadlineAt: number): void {
+    const sentAt = this.db.now();
+    if (this.get(idx) === null) {
+      this.db.exec(
+        "INSERT INTO generations (idx, state, sent_at, deadline_at) VALUES (?, 'sent', ?, ?)",
+        idx,
+        sentAt,
+        deadlineAt,
+      );
+      const row: GenerationRow = {
+        idx,
+        state: "sent",
+        timeouts: 0,
+        attempts: 0,
+        retries: 0,
+        sentAt,
+        deadlineAt,
+        retryAt: null,
+      };
+      this.db.afterCommit(() => this.rows.set(idx, row));
+      return;
+    }
+    this.db.exec(
+      "UPDATE generations SET state = 'sent', sent_at = ?, deadline_at = ?, retry_at = NULL WHERE idx = ?",
+      sentAt,
+      deadlineAt,
+      idx,
+    );
+    this.patch(idx, { state: "sent", sentAt, deadlineAt, retryAt: null });
+  }
+
+  /**
+   * A generation marked sent that did not go out after all (its run paused while its prompt was
+   * being built): back to waiting, so a restart meanwhile is not counted as a lost request.
+   */
+  unsend(idx: number): void {
+    this.db.exec("UPDATE generations SET state = 'queued', deadline_at = NULL WHERE idx = ?", idx);
+    this.patch(idx, { state: "queued", deadlineAt: null });
+  }
+
+  /** Lost with an earlier instance of the object: queued again, with a fresh window. */
+  requeue(idx: number): void {
+    this.db.exec(
+      "UPDATE generations SET state = 'queued', deadline_at = NULL, retries = 0 WHERE idx = ?",
+      idx,
+    );
+    this.patch(idx, { state: "queued", deadlineAt: null, retries: 0 });
+  }
+
+  /** It ran past its deadline; returns how many times that has happened this turn. */
+  timedOut(idx: number, attempts: number): number {
+    this.db.exec(
+      `UPDATE generations SET state = 'queued', timeouts = timeouts + 1, attempts = attempts + ?,
+         deadline_at = NULL, retries = 0 WHERE idx = ?`,
+      attempts,
+      idx,
+    );
+    const current = this.get(idx);
+    const timeouts = (current?.timeouts ?? 0) + 1;
+    this.patch(idx, {
+      state: "queued",
+      timeouts,
+      attempts: (current?.attempts ?? 0) + attempts,
+      deadlineAt: null,
+      retries: 0,
+    });
+    return timeouts;
+  }
+
+  /** The host asked for a long wait: the generation sleeps in storage until `retryAt`. */
+  park(idx: number, retryAt: number, attempts: number): void {
+    this.db.exec(
+      `UPDATE generations SET state = 'waiting', retry_at = ?, attempts = attempts + ?,
+         retries = retries + ? WHERE idx = ?`,
+      retryAt,
+      attempts,
+      attempts,
+      idx,
+    );
+    const current = this.get(idx);
+    this.patch(idx, {
+      state: "waiting",
+      retryAt,
+      attempts: (current?.attempts ?? 0) + attempts,
+      retries: (current?.retries ?? 0) + attempts,
+    });
+  }
+
+  /** The episode has its action, or ended: it waits for no generation. */
+  remove(idx: number): void {
+    this.db.exec("DELETE FROM generations WHERE idx = ?", idx);
+    this.db.afterCommit(() => this.rows.delete(idx));
+  }
+}

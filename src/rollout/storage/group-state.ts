@@ -1,0 +1,102 @@
+/**
+ * The group's own row: its spec (parsed on every wake, so a spec written by an older deploy
+ * takes today's defaults), its phase, and the bookkeeping of registration, scoring and landing.
+ */
+import { z } from "zod";
+import { type GroupSpec, GroupSpecSchema } from "../group-spec";
+import { jsonOf, type Row, textOrNull } from "./columns";
+import type { GroupDatabase } from "./database";
+
+/** `running` until every episode ends, then `scoring`, `landing`, and gone once landed. */
+export const GroupPhaseSchema = z.enum(["running", "scoring", "landing"]);
+export type GroupPhase = z.infer<typeof GroupPhaseSchema>;
+
+export interface GroupRow {
+  spec: GroupSpec;
+  phase: GroupPhase;
+  registered: boolean;
+  scoreAttempts: number;
+  landAttempts: number;
+  creditApplied: string | null;
+  warnings: string[];
+  lastError: string | null;
+}
+
+const WarningsSchema = z.array(z.string());
+
+function toGroup(r: Row): GroupRow {
+  return {
+    spec: GroupSpecSchema.parse(jsonOf(r.spec)),
+    phase: GroupPhaseSchema.parse(r.phase),
+    registered: r.registered === 1,
+    scoreAttempts: Number(r.score_attempts),
+    landAttempts: Number(r.land_attempts),
+    creditApplied: textOrNull(r.credit_applied),
+    warnings: WarningsSchema.parse(jsonOf(r.warnings)),
+    lastError: textOrNull(r.last_error),
+  };
+}
+
+export class GroupStateTable {
+  private cache: GroupRow | null = null;
+
+  constructor(private readonly db: GroupDatabase) {
+    db.onReset(() => {
+      this.cache = null;
+    });
+  }
+
+  get(): GroupRow {
+    this.cache ??= toGroup(this.db.exec("SELECT * FROM group_state WHERE id = 1").one());
+    return this.cache;
+  }
+
+  private patch(patch: Partial<GroupRow>): void {
+    this.db.afterCommit(() => {
+      this.cache = { ...this.get(), ...patch };
+    });
+  }
+
+  insert(spec: GroupSpec): void {
+    this.db.exec(
+      "INSERT INTO group_state (id, spec, phase) VALUES (1, ?, 'running')",
+      JSON.stringify(spec),
+    );
+  }
+
+  setPhase(phase: GroupPhase): void {
+    this.db.exec("UPDATE group_state SET phase = ? WHERE id = 1", phase);
+    this.patch({ phase });
+  }
+
+  markRegistered(): void {
+    this.db.exec("UPDATE group_state SET registered = 1 WHERE id = 1");
+    this.patch({ registered: true });
+  }
+
+  /** Counts one more attempt at `scoring` or `landing`, remembering why the last one failed. */
+  countAttempt(what: "score" | "land", error: string | null): number {
+    const column = what === "score" ? "score_attempts" : "land_attempts";
+    this.db.exec(
+      `UPDATE group_state SET ${column} = ${column} + 1, last_error = ? WHERE id = 1`,
+      error,
+    );
+    const group = this.get();
+    const attempts = (what === "score" ? group.scoreAttempts : group.landAttempts) + 1;
+    this.patch({
+      lastError: error,
+      ...(what === "score" ? { scoreAttempts: attempts } : { landAttempts: attempts }),
+    });
+    return attempts;
+  }
+
+  /** Credit is assigned: the group moves on to landing. */
+  recordCredit(creditApplied: string, warnings: readonly string[]): void {
+    this.db.exec(
+      "UPDATE group_state SET credit_applied = ?, warnings = ?, phase = 'landing' WHERE id = 1",
+      creditApplied,
+      JSON.stringify(warnings),
+    );
+    this.patch({ creditApplied, warnings: [...warnings], phase: "landing" });
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The group object's SQLite schema, as numbered migrations: the only place its tables are
+ * created or changed. A new step is appended, never edited once deployed: objects in flight
+ * were written by the steps before it and are upgraded in place when they next wake.
+ */
+import type { Migration } from "../../utils/migrations";
+
+/**
+ * Version 1: the tables as the four stores of earlier deploys created them, each lazily
+ * (`IF NOT EXISTS`, since an object of that time holds only the ones it needed).
+ */
+const STORES_OF_EARLIER_DEPLOYS = `
+CREATE TABLE IF NOT EXISTS group_state (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  spec TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  registered INTEGER NOT NULL DEFAULT 0,
+  score_attempts INTEGER NOT NULL DEFAULT 0,
+  land_attempts INTEGER NOT NULL DEFAULT 0,
+  credit_applied TEXT,
+  warnings TEXT NOT NULL DEFAULT '[]',
+  last_error TEXT
+);
+CREATE TABLE IF NOT EXISTS episodes (
+  idx INTEGER PRIMARY KEY,
+  state TEXT NOT NULL,
+  max_turns INTEGER,
+  opening_count INTEGER,
+  turns INTEGER NOT NULL DEFAULT 0,
+  response_text TEXT NOT NULL DEFAULT '',
+  end_reason TEXT,
+  failure_reason TEXT,
+  failure_detail TEXT,
+  redispatches INTEGER NOT NULL DEFAULT 0,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  total_tokens INTEGER,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  reward TEXT,
+  advantage REAL,
+  per_turn_rewards TEXT,
+  per_turn_advantages TEXT
+);
+CREATE TABLE IF NOT EXISTS messages (
+  idx INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  turn INTEGER,
+  sampled INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  finish_reason TEXT,
+  latency_ms INTEGER,
+  attempts INTEGER,
+  truncated INTEGER,
+  PRIMARY KEY (idx, seq)
+);
+CREATE TABLE IF NOT EXISTS steps (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  metadata TEXT NOT NULL,
+  PRIMARY KEY (idx, turn)
+);
+CREATE TABLE IF NOT EXISTS generations (
+  idx INTEGER PRIMARY KEY,
+  state TEXT NOT NULL,
+  timeouts INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  retries INTEGER NOT NULL DEFAULT 0,
+  sent_at INTEGER,
+  deadline_at INTEGER,
+  retry_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS timers (
+  name TEXT PRIMARY KEY,
+  due_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turn_tokens (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  prompt_length INTEGER NOT NULL,
+  prefix_length INTEGER NOT NULL,
+  completion_length INTEGER NOT NULL,
+  prompt_tail BLOB NOT NULL,
+  completion BLOB NOT NULL,
+  logprobs BLOB NOT NULL,
+  spilled INTEGER NOT NULL DEFAULT 0,
+  consistent INTEGER NOT NULL,
+  model TEXT,
+  temperature REAL NOT NULL,
+  top_p REAL NOT NULL,
+  PRIMARY KEY (idx, turn)
+);
+CREATE TABLE IF NOT EXISTS turn_token_parts (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  part INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (idx, turn, part)
+);
+CREATE TABLE IF NOT EXISTS teacher_logprobs (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  logprobs BLOB NOT NULL,
+  PRIMARY KEY (idx, turn)
+);
+CREATE TABLE IF NOT EXISTS token_modes (
+  idx INTEGER PRIMARY KEY,
+  mode TEXT NOT NULL,
+  reason TEXT
+);
+CREATE TABLE IF NOT EXISTS episode_tools (
+  idx INTEGER PRIMARY KEY,
+  tools TEXT NOT NULL,
+  hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_policy (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL,
+  max_lag INTEGER,
+  paused INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  stale TEXT
+);
+CREATE TABLE IF NOT EXISTS turn_versions (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (idx, turn)
+);`;
+
+/**
+ * Version 2: timers keyed by what they are (`kind`, and the episode for a retry), not by a name
+ * built from both. The group's own timers (register, score, land) have no episode: -1.
+ */
+const TYPED_TIMERS = `
+CREATE TABLE timers_by_kind (
+  kind TEXT NOT NULL,
+  episode INTEGER NOT NULL,
+  due_at INTEGER NOT NULL,
+  PRIMARY KEY (kind, episode)
+);
+INSERT INTO timers_by_kind (kind, episode, due_at)
+  SELECT
+    CASE WHEN name LIKE 'retry:%' THEN 'retry' ELSE name END,
+    CASE WHEN name LIKE 'retry:%' THEN CAST(substr(name, 7) AS INTEGER) ELSE -1 END,
+    due_at
+  FROM timers;
+DROP TABLE timers;
+ALTER TABLE timers_by_kind RENAME TO timers;`;
+
+const sql = (text: string) => (db: SqlStorage) => {
+  db.exec(text);
+};
+
+export const GROUP_MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "the stores' tables of earlier deploys", up: sql(STORES_OF_EARLIER_DEPLOYS) },
+  { version: 2, name: "timers keyed by kind and episode", up: sql(TYPED_TIMERS) },
+];

@@ -1,0 +1,128 @@
+/**
+ * Each episode's append-only transcript: its messages in order (a sampled action with what the
+ * host reported of it) and the metadata of each environment step.
+ */
+import { type ChatMessage, ChatMessageSchema, type JsonObject, JsonObjectSchema } from "../../sdk";
+import { boolOrNull, byEpisode, jsonOf, numOrNull, type Row, textOrNull } from "./columns";
+import type { GroupDatabase } from "./database";
+
+export interface MessageRow {
+  idx: number;
+  seq: number;
+  turn: number | null;
+  sampled: boolean;
+  message: ChatMessage;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  finishReason: string | null;
+  latencyMs: number | null;
+  attempts: number | null;
+  truncated: boolean | null;
+}
+
+/** What the host reported for one sampled action. */
+export interface ActionStats {
+  promptTokens: number | null;
+  completionTokens: number | null;
+  finishReason: string | null;
+  latencyMs: number;
+  attempts: number;
+}
+
+const messageOf = (r: Row) => ChatMessageSchema.parse(jsonOf(r.message));
+
+function toMessage(r: Row): MessageRow {
+  return {
+    idx: Number(r.idx),
+    seq: Number(r.seq),
+    turn: numOrNull(r.turn),
+    sampled: r.sampled === 1,
+    message: messageOf(r),
+    promptTokens: numOrNull(r.prompt_tokens),
+    completionTokens: numOrNull(r.completion_tokens),
+    finishReason: textOrNull(r.finish_reason),
+    latencyMs: numOrNull(r.latency_ms),
+    attempts: numOrNull(r.attempts),
+    truncated: boolOrNull(r.truncated),
+  };
+}
+
+export class TranscriptsTable {
+  /** The next message sequence number of each episode that has any. */
+  private nextSeqs: Map<number, number> | null = null;
+
+  constructor(private readonly db: GroupDatabase) {
+    db.onReset(() => {
+      this.nextSeqs = null;
+    });
+  }
+
+  private get next(): Map<number, number> {
+    if (this.nextSeqs === null) {
+      this.nextSeqs = new Map();
+      for (const r of this.db.exec("SELECT idx, MAX(seq) + 1 AS next FROM messages GROUP BY idx"))
+        this.nextSeqs.set(Number(r.idx), Number(r.next));
+    }
+    return this.nextSeqs;
+  }
+
+  of(idx: number): ChatMessage[] {
+    return this.db
+      .exec("SELECT message FROM messages WHERE idx = ? ORDER BY seq", idx)
+      .toArray()
+      .map(messageOf);
+  }
+
+  /** Every episode's messages in one query, by episode: what scoring and landing read. */
+  messagesByEpisode(): Map<number, MessageRow[]> {
+    return byEpisode(this.db.exec("SELECT * FROM messages ORDER BY idx, seq"), toMessage);
+  }
+
+  /** Every episode's step metadata in one query, by episode. */
+  stepsByEpisode(): Map<number, JsonObject[]> {
+    return byEpisode(this.db.exec("SELECT idx, metadata FROM steps ORDER BY idx, turn"), (r) =>
+      JsonObjectSchema.parse(jsonOf(r.metadata)),
+    );
+  }
+
+  /**
+   * Appends messages of the episode's `turn` (null: its opening); `action` marks the one message
+   * the host sampled, with what the host said of it.
+   */
+  append(
+    idx: number,
+    turn: number | null,
+    messages: readonly ChatMessage[],
+    action?: { stats: ActionStats; truncated: boolean },
+  ): void {
+    const first = this.next.get(idx) ?? 0;
+    for (const [i, message] of messages.entries()) {
+      const stats = action?.stats;
+      this.db.exec(
+        `INSERT INTO messages (idx, seq, turn, sampled, message, prompt_tokens, completion_tokens,
+           finish_reason, latency_ms, attempts, truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        idx,
+        first + i,
+        turn,
+        stats ? 1 : 0,
+        JSON.stringify(message),
+        stats?.promptTokens ?? null,
+        stats?.completionTokens ?? null,
+        stats?.finishReason ?? null,
+        stats?.latencyMs ?? null,
+        stats?.attempts ?? null,
+        action === undefined ? null : action.truncated ? 1 : 0,
+      );
+    }
+    this.db.afterCommit(() => this.next.set(idx, first + messages.length));
+  }
+
+  recordStep(idx: number, turn: number, metadata: JsonObject): void {
+    this.db.exec(
+      "INSERT OR REPLACE INTO steps (idx, turn, metadata) VALUES (?, ?, ?)",
+      idx,
+      turn,
+      JSON.stringify(metadata),
+    );
+  }
+}
