@@ -2,7 +2,7 @@
 // and environment suites run in both, which proves environment code is runtime-neutral.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { REMOTE_ENV_TOKEN } from "./test/setup/remote-env-host.ts";
+import { REMOTE_ENV_TOKEN } from "./test/setup/remote-env-token.ts";
 import { hideBenignRuntimeLogs } from "./test/setup/runtime-log-filter.ts";
 
 hideBenignRuntimeLogs();

@@ -4,8 +4,7 @@
 import type { TestProject } from "vitest/node";
 import { ToolAgentNative } from "../../src/environments/tool-agent-native";
 import { deadUrl, startRemoteEnvFixture } from "./remote-env-server";
-
-export const REMOTE_ENV_TOKEN = "remote-env-test-secret";
+import { REMOTE_ENV_TOKEN } from "./remote-env-token";
 
 declare module "vitest" {
   export interface ProvidedContext {

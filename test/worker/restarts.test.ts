@@ -202,7 +202,11 @@ describe("restarts", () => {
       await new Promise((resolve) => setTimeout(resolve, 40));
     }
     const group = await waitForGroup(id);
-    expect(group.status).toBe("landed");
+    // Failures named, so a run that fails says why.
+    expect({ status: group.status, failures: group.failures }).toEqual({
+      status: "landed",
+      failures: [],
+    });
     expect(group.episodes.every((e: Json) => e.redispatches === 0)).toBe(true);
     await expectLandedOnce(id, 2);
     // Landed and deleted: a late alarm finds nothing to do.
