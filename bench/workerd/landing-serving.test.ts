@@ -9,6 +9,7 @@ import { env, exports } from "cloudflare:workers";
 import pMap from "p-map";
 import { expect, it } from "vitest";
 import { lander as landerStub } from "../../src/rollout/bindings";
+import { tokenPolicyOf } from "../../src/rollout/generation/token-policy";
 import { newGroupSpec } from "../../src/rollout/group-ids";
 import { StartGroupRequestSchema, withPolicyVersion } from "../../src/rollout/group-spec";
 import { type LandingPayload, landingPayload } from "../../src/rollout/landing";
@@ -131,7 +132,8 @@ async function finishedGroups(runId: string, count: number, withTokens: boolean)
         env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(id)),
         (_instance, state): Finished => {
           const store = new GroupStorage(state.storage);
-          const tokens = tokenLanding(store.group.get().spec, store.tokens);
+          const { spec } = store.group.get();
+          const tokens = tokenLanding(spec, store.tokens, tokenPolicyOf(spec.request));
           return { payload: landingPayload(store, tokens, null), tokens };
         },
       ),

@@ -8,38 +8,26 @@
 import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
 import { type KnownPolicy, knownPolicy, readRunPolicy } from "../db/run-policies";
-import { teachEpisodes } from "../distill/teacher-scoring";
 import { errorMessage } from "../sdk";
-import { backoffDelayMs } from "../utils/backoff";
-import { lander, scoreWorker, stepWorker } from "./bindings";
+import { stepWorker } from "./bindings";
 import { permitLeaseMs } from "./generation/admission";
 import { tokenPolicyOf } from "./generation/token-policy";
 import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api";
+import { finishGroup, retryDelayMs } from "./group-finish";
 import type { GroupRuntime } from "./group-runtime";
-import { episodeId, type GroupSpec } from "./group-spec";
-import { type LandingOutcome, landGroup, landingPayload } from "./landing";
+import type { GroupSpec } from "./group-spec";
 import { groupPermits } from "./limiter/permits";
+import { liveStatus } from "./live-status";
 import { END, failed, TERMINAL_STATES } from "./outcomes";
 import { PolicyWatch, staleness } from "./policy-watch";
 import { knownGroupHash, registerGroup } from "./registration";
-import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
-import type { GenerationRow } from "./storage/generations";
 import { GroupStorage } from "./storage/group-storage";
 import type { GroupTimer } from "./storage/timers";
-import { storeTokenObject, tokenLanding } from "./token-landing";
 import { driveEpisode } from "./turn";
 import { sharedWriteTurn } from "./write-turn";
 
 const REGISTER: GroupTimer = { kind: "register" };
-const SCORE: GroupTimer = { kind: "score" };
 const LAND: GroupTimer = { kind: "land" };
-
-function retryAt(generation: GenerationRow | null): number | null {
-  return generation?.state === "waiting" ? generation.retryAt : null;
-}
-
-/** Retries of D1 and the score worker back off up to five minutes. */
-const retryDelayMs = (attempt: number) => backoffDelayMs(attempt, { baseMs: 1000, maxMs: 300_000 });
 
 export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi {
   private readonly store = new GroupStorage(this.ctx.storage);
@@ -89,28 +77,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     if (!this.store.exists()) return null;
     // Being asked is a wake-up too: after a restart, do not wait for the alarm to resume.
     if (this.drivers.size === 0 && this.finishing === null) this.resume().catch(() => {});
-    const group = this.store.group.get();
-    return {
-      spec: group.spec,
-      status: group.phase === "running" ? "running" : "scoring",
-      warnings: group.warnings,
-      lastError: group.lastError,
-      policySpan: this.policy.span(this.store.sentTurns(), group.spec.request.policy_version),
-      paused: this.policy.paused,
-      episodes: this.store.episodes.all().map((e) => ({
-        id: episodeId(group.spec.groupId, e.idx),
-        idx: e.idx,
-        status: e.state,
-        turns: e.turns,
-        endReason: e.endReason,
-        failureReason: e.failureReason,
-        failureDetail: e.failureDetail,
-        redispatches: e.redispatches,
-        score: e.reward?.score ?? null,
-        advantage: e.advantage,
-        retryAt: retryAt(this.store.generations.get(e.idx)),
-      })),
-    };
+    return liveStatus(this.store, this.policy);
   }
 
   /**
@@ -243,52 +210,16 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
   }
 
   private async finish(): Promise<void> {
-    let group = this.store.group.get();
-    if (group.phase === "running") {
-      this.store.group.setPhase("scoring");
-      group = this.store.group.get();
-    }
-    if (group.phase === "scoring") {
-      if (this.store.timers.isSet(SCORE)) return;
-      await this.distill(group.spec);
-      const scored = await scoreEpisodes(
-        this.store,
-        group.spec,
-        scoreWorker(this.env),
-        this.config.SCORE_TIMEOUT_S * 1000,
-      );
-      if (!scored.ok) {
-        const attempts = this.store.group.countAttempt("score", scored.error);
-        if (attempts < this.config.MAX_SCORE_ATTEMPTS) {
-          this.store.timers.set(SCORE, Date.now() + retryDelayMs(attempts));
-          return this.rearm();
-        }
-        failUngraded(this.store, `${scored.error} (gave up after ${attempts} attempts)`);
-      }
-      assignCredit(this.store, group.spec);
-    }
-    if (this.store.timers.isSet(LAND)) return;
-    // Tokens first, then the rows: a group D1 shows as landed always has its token object.
-    const tokens = tokenLanding(group.spec, this.store.tokens);
-    let landed: LandingOutcome = tokens
-      ? await storeTokenObject(this.env.TOKENS, tokens)
-      : { ok: true };
-    if (landed.ok) {
-      try {
-        const payload = landingPayload(this.store, tokens, this.policy);
-        landed = await landGroup(this.env.DB, lander(this.env), payload);
-        if (!landed.ok) landed = { ok: false, error: `D1: ${landed.error}` };
-      } catch (error) {
-        // The lander itself was unreachable.
-        landed = { ok: false, error: `D1: ${errorMessage(error)}` };
-      }
-    }
-    if (!landed.ok) {
-      // The transcripts and tokens stay here until both are durable.
-      const attempts = this.store.group.countAttempt("land", landed.error);
-      this.store.timers.set(LAND, Date.now() + retryDelayMs(attempts));
-      return this.rearm();
-    }
+    const runtime = this.runtime;
+    const finished = await finishGroup({
+      env: this.env,
+      config: this.config,
+      store: this.store,
+      policy: this.policy,
+      tokens: runtime?.generation.tokens ?? tokenPolicyOf(this.store.group.get().spec.request),
+      permits: runtime?.generation.permits ?? null,
+    });
+    if (finished.kind === "retrying") return this.rearm();
     await this.store.deleteAll();
     this.runtime = null;
   }
@@ -336,34 +267,6 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         // A parked retry's timer would only wake the object for nothing.
         this.store.timers.clear({ kind: "retry", episode: episode.idx });
       }
-  }
-
-  /** On-policy distillation: the teacher scores the student's tokens before rewards are. */
-  private async distill(spec: GroupSpec): Promise<void> {
-    const { teacher } = spec.request;
-    if (spec.request.algorithm !== "opd" || teacher === undefined) return;
-    const failures = await teachEpisodes({
-      model: teacher.model,
-      tokens: this.store.tokens,
-      config: this.config,
-      candidates: this.store.episodes
-        .all()
-        .filter((e) => e.state !== "failed")
-        .map((e) => e.idx),
-      underLimit: async (idx, score) => {
-        const permits = this.runtime?.generation.permits;
-        // A teacher of its own is not the host MAX_INFLIGHT_GENERATIONS protects.
-        if (permits === undefined || this.config.TEACHER_BASE_URL !== undefined) return score();
-        await permits.hold(idx, this.config.TEACHER_TIMEOUT_S * 1000 + 60_000);
-        try {
-          return await score();
-        } finally {
-          permits.drop(idx);
-        }
-      },
-    });
-    for (const [idx, problem] of failures)
-      this.store.finish(idx, failed(END.teacher_failed, problem));
   }
 
   /**

@@ -8,7 +8,7 @@ import { errorMessage } from "../sdk";
 import type { TokenMode } from "../tokens/token-mode";
 import { encodeTokenObject, tokenObjectKey } from "../tokens/token-object";
 import { logprobSum, prefixBreaks, type TurnTokens } from "../tokens/turn-tokens";
-import { tokenPolicyOf } from "./generation/token-policy";
+import type { TokenPolicy } from "./generation/token-policy";
 import type { GroupSpec } from "./group-spec";
 import type { LandingOutcome } from "./landing-outcome";
 import type { TokensTable } from "./storage/tokens";
@@ -52,8 +52,12 @@ export function reverseKl(turns: readonly TurnTokens[]): number | null {
 }
 
 /** What a group lands of its tokens; null for a group whose token policy keeps none (`"off"`). */
-export function tokenLanding(spec: GroupSpec, store: TokensTable): TokenLanding | null {
-  if (!tokenPolicyOf(spec.request).land) return null;
+export function tokenLanding(
+  spec: GroupSpec,
+  store: TokensTable,
+  policy: TokenPolicy,
+): TokenLanding | null {
+  if (!policy.land) return null;
   const recorded = store.episodes(spec.request.group_size);
   const episodes = new Map<number, EpisodeTokenSummary>();
   for (const { idx, turns } of recorded) {
