@@ -226,7 +226,13 @@ describe("against wrangler dev", () => {
         "--max-groups",
         "2",
       ],
-      { cwd: ROOT, encoding: "utf8", timeout: 60_000 },
+      // The client is the package in python/, found as the example's docstring says.
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, PYTHONPATH: join(ROOT, "python") },
+      },
     );
     expect(result.stderr).toBe("");
     expect(result.status).toBe(0);
