@@ -11,7 +11,7 @@
  * 4. train.py warms the policy up on the SFT rows, then runs GRPO on edgeroll's token-exact
  *    samples, pushing new weights to the server each step.
  *
- * A full run writes TRAINING.md, docs/training.png and examples/train/results.json; `--quick`
+ * A full run writes docs/training-results.md, docs/training.png and examples/train/results.json; `--quick`
  * (CI) is the warm-up and two RL steps, and fails unless the mismatch stays under its bound.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -241,11 +241,12 @@ try {
     plan,
     seconds: (Date.now() - started) / 1000,
   };
-  if (quick) say("quick run: figures printed only; `npm run train:example` writes TRAINING.md");
+  if (quick)
+    say("quick run: figures printed only; `npm run train:example` writes docs/training-results.md");
   else {
     writeFileSync(join(HERE, "results.json"), `${JSON.stringify(summary, null, 2)}\n`);
     writeTraining(summary, PYTHON);
-    say("wrote TRAINING.md, docs/training.png and examples/train/results.json");
+    say("wrote docs/training-results.md, docs/training.png and examples/train/results.json");
   }
 } finally {
   await stopAll();
