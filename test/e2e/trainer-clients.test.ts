@@ -64,7 +64,7 @@ describe("against wrangler dev", () => {
     expect(groups.map((g) => g.status)).toEqual(["landed", "landed"]);
     const episode = await api.getEpisode(groups[0]?.episodes[0]?.episode_id ?? "");
     expect(episode.messages.filter((m) => m.sampled)).toHaveLength(episode.turns);
-    // The local stack leaves wrangler's per-call trace collector off (README, "Local traces"):
+    // The local stack leaves wrangler's per-call trace collector off (docs/development.md, "Local traces"):
     // with it on, wrangler writes a span for every statement, fetch and RPC to this store.
     expect(existsSync(join(state, "v3", "observability"))).toBe(false);
     expect(existsSync(join(state, "v3", "do", "edgeroll-RolloutGroup"))).toBe(true);
