@@ -2,7 +2,7 @@
  * `npm run bench:profile`: a V8 CPU profile of the Worker while it plays the overhead workload
  * (guess-number groups, simulator latency 0; or `-- N marathon` for the ideal-ratio workload),
  * through wrangler's inspector. Prints the
- * functions with the most self time; the tool behind the CPU-per-turn work in BENCHMARKS.md.
+ * functions with the most self time; the tool behind the CPU-per-turn work in docs/benchmarks.md.
  */
 import pMap from "p-map";
 import WebSocket from "ws";

@@ -1,4 +1,4 @@
-/** The bench's outputs: the printed table, bench/results.json and BENCHMARKS.md. */
+/** The bench's outputs: the printed table, bench/results.json and docs/benchmarks.md. */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { resolve } from "node:path";
@@ -267,7 +267,7 @@ export function printTable(r: Results): void {
 
 export function writeOutputs(r: Results, command: string): void {
   writeFileSync(resolve(ROOT, "bench/results.json"), `${JSON.stringify(r, null, 2)}\n`);
-  const path = resolve(ROOT, "BENCHMARKS.md");
+  const path = resolve(ROOT, "docs/benchmarks.md");
   const old = existsSync(path) ? readFileSync(path, "utf8") : "";
   const notes = old.includes(NOTES_MARKER)
     ? old.slice(old.indexOf(NOTES_MARKER) + NOTES_MARKER.length)
@@ -280,7 +280,7 @@ Written by \`${command}\` on ${r.date.slice(0, 10)} in ${fmt(r.seconds, 0)} s.
 Machine: ${r.machine}. One local workerd (\`wrangler dev\`, local D1) and the simulator share it.
 Figures are medians of repeated runs (one steady-state window per C for the ideal ratios) and ratios
 measured in the same run, because the machine is shared and noisy. Raw figures:
-[bench/results.json](bench/results.json).
+[bench/results.json](../bench/results.json).
 
 | Figure | Measured | Target | Met |
 |---|---:|---:|:-:|
@@ -295,7 +295,7 @@ What each figure is:
 - **Overhead ratio**: turns per second of the full pipeline (HTTP trigger, group Durable Object, step and score workers, D1 landing) divided by the SDK's own episode loop in one Node process, same guess-number groups, seeds and simulator at latency 0, completions streamed as by default (${fmt(r.details.overhead.pipelineTurnsPerS, 0)} vs ${fmt(r.details.overhead.inProcessTurnsPerS, 0)} turns/s, ${r.details.overhead.groups} groups of 8).
 - **workerd CPU per turn**: CPU time of the workerd process (every worker, object and local D1) over the pipeline run, divided by the turns played.
 - **… with INFERENCE_STREAM=false**: the same two figures with one body per completion instead of a stream (the reference loop also unstreamed), in a second stack (${fmt(r.details.unstreamed.pipelineTurnsPerS, 0)} vs ${fmt(r.details.unstreamed.inProcessTurnsPerS, 0)} turns/s). Streaming is the default because it keeps long generations alive through proxies that cut silent connections.
-- **… with wrangler's local traces on**: the streamed figures again, in a third stack where wrangler dev records its local trace of every call, as it does by default (${fmt(r.details.traced.pipelineTurnsPerS, 0)} vs ${fmt(r.details.traced.inProcessTurnsPerS, 0)} turns/s). edgeroll's local stack turns that off (README, "Local traces"); every other figure is measured without it.
+- **… with wrangler's local traces on**: the streamed figures again, in a third stack where wrangler dev records its local trace of every call, as it does by default (${fmt(r.details.traced.pipelineTurnsPerS, 0)} vs ${fmt(r.details.traced.inProcessTurnsPerS, 0)} turns/s). edgeroll's local stack turns that off ([development.md](development.md#local-traces)); every other figure is measured without it.
 - **Achieved / ideal**: with every generation taking 1 s at the host, C episodes can make at most C turns per second; this is the rate in steady state (from 1 s after the last group started to 2 s before the last landed) over C (end to end, including start and the landing tail: ${Object.entries(
     r.ideal_ratio_end_to_end,
   )

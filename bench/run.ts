@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --quick]`: what edgeroll costs on top of inference, measured against its
- * references in one run on this machine. See BENCHMARKS.md for the figures and what they mean.
+ * references in one run on this machine. See docs/benchmarks.md for the figures and what they mean.
  */
 import { type FloorPoint, measureFloor } from "./floor-point";
 import { measureGrowth } from "./growth";
@@ -121,8 +121,8 @@ const results = resultsJson({
   floor,
 });
 printTable(results);
-if (quick) say("quick run: figures printed only; `npm run bench` writes BENCHMARKS.md");
+if (quick) say("quick run: figures printed only; `npm run bench` writes docs/benchmarks.md");
 else {
   writeOutputs(results, "npm run bench");
-  say("wrote BENCHMARKS.md and bench/results.json");
+  say("wrote docs/benchmarks.md and bench/results.json");
 }

@@ -2,7 +2,7 @@
  * `npm run test:crash [-- --short]`: runs a load of groups through `wrangler dev`, kills the
  * workerd process tree with SIGKILL at random points several times, restarts it on the same
  * state directory, and checks that every group started lands exactly once with every episode
- * accounted for. Writes reliability/results/crash.json and RELIABILITY.md.
+ * accounted for. Writes reliability/results/crash.json and docs/reliability.md.
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -10,7 +10,7 @@
  *   waiting past a generation deadline after the restart; resumed, every episode must complete,
  *   with no request reaching the host before the resume.
  *
- * Writes reliability/results/policy-crash.json and RELIABILITY.md.
+ * Writes reliability/results/policy-crash.json and docs/reliability.md.
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

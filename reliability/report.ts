@@ -1,10 +1,10 @@
-/** Writes RELIABILITY.md from the result files of the reliability runs. */
+/** Writes docs/reliability.md from the result files of the reliability runs. */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { RESULTS } from "./harness";
 import type { Row } from "./suites";
 
-const FILE = resolve(import.meta.dirname, "../RELIABILITY.md");
+const FILE = resolve(import.meta.dirname, "../docs/reliability.md");
 
 function read<T>(name: string): T | null {
   const file = join(RESULTS, `${name}.json`);

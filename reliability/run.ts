@@ -1,6 +1,6 @@
 /**
  * `npm run reliability [-- --short] [--suites host,env,remote,trainer,input]`: runs the fault suites
- * against a real local stack and rewrites RELIABILITY.md from every result on file.
+ * against a real local stack and rewrites docs/reliability.md from every result on file.
  */
 import { EdgerollClient } from "../src/client/edgeroll-client";
 import { startRemoteEnvFixture } from "../test/setup/remote-env-server";
@@ -71,6 +71,6 @@ const failed = rows.filter((r) => !r.ok);
 for (const row of failed) console.error(`NOT AS EXPECTED: ${row.fault}: ${row.outcome}`);
 const seconds = ((Date.now() - started) / 1000).toFixed(0);
 console.log(
-  `${rows.length - failed.length}/${rows.length} rows as expected in ${seconds} s; RELIABILITY.md updated`,
+  `${rows.length - failed.length}/${rows.length} rows as expected in ${seconds} s; docs/reliability.md updated`,
 );
 process.exitCode = failed.length === 0 ? 0 : 1;

@@ -1,7 +1,7 @@
 /**
  * `npm run bundle:check`: builds the deploy bundle exactly as `wrangler deploy` would (with
  * `--dry-run`, so nothing is uploaded), and fails unless it built, holds no Node-only module,
- * and fits the Workers size limit. Prints the sizes the README quotes. CI runs it.
+ * and fits the Workers size limit. Prints the sizes docs/deploying.md quotes. CI runs it.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";

@@ -3,9 +3,11 @@ where the loss goes. It trains on token-exact samples (the host's own token ids,
 sampled tokens, the host's logprobs), never on re-tokenized text. No ML framework here; the
 comments mark what a real trainer does.
 
-    python3 examples/python/train_grpo.py --url http://127.0.0.1:8787 --steps 3 --max-groups 4
+    PYTHONPATH=python python3 examples/python/train_grpo.py --url http://127.0.0.1:8787 --steps 3 --max-groups 4
 
-The token is found as edgeroll_client.discover_token says (EDGEROLL_TOKEN, or a local stack's).
+It imports the edgeroll_client package from python/: PYTHONPATH=python from the repo root as
+above, or `pip install ./python` into the virtual environment that runs it. The token is found
+as edgeroll_client.discover_token says (EDGEROLL_TOKEN, or a local stack's).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-/** Writes a full training run's TRAINING.md and its plot (docs/training.png). */
+/** Writes a full training run's docs/training-results.md and its plot (docs/training.png). */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -41,7 +41,7 @@ const margin = (r: TrainingSummary) => ({
 });
 const RUNS = join(ROOT, "examples/train/runs");
 
-/** Every full run is kept by seed, so TRAINING.md can state the margin's spread over seeds. */
+/** Every full run is kept by seed, so docs/training-results.md can state the margin's spread over seeds. */
 function seedRuns(r: TrainingSummary): TrainingSummary[] {
   mkdirSync(RUNS, { recursive: true });
   writeFileSync(join(RUNS, `seed-${r.seed}.json`), `${JSON.stringify(r, null, 2)}\n`);
@@ -71,7 +71,7 @@ export function writeTraining(r: TrainingSummary, python: string): void {
       return `| ${run.seed} | ${m.first.toFixed(3)} | ${m.last.toFixed(3)} | ${(m.last - m.first >= 0 ? "+" : "") + (m.last - m.first).toFixed(3)} | ${Math.max(...run.mismatch_by_step).toExponential(1)} | ${run.seconds.toFixed(0)} |`;
     })
     .join("\n");
-  const path = join(ROOT, "TRAINING.md");
+  const path = join(ROOT, "docs/training-results.md");
   const old = existsSync(path) ? readFileSync(path, "utf8") : "";
   const notes = old.includes(NOTES_MARKER)
     ? old.slice(old.indexOf(NOTES_MARKER) + NOTES_MARKER.length)
@@ -100,7 +100,7 @@ logprobs it recomputes against the served ones, takes ${r.plan.epochs ?? 3} PPO-
 ${r.plan.minibatches ?? 2} clipped policy-gradient steps over the batch (Adam, lr ${r.plan.lr ?? 1e-4}), pushes
 the weights to the server and acks.
 
-![Reward and mismatch by step](docs/training.png)
+![Reward and mismatch by step](training.png)
 
 **Reward**: the mean over the first three steps is ${first.toFixed(3)}, over the last three ${last.toFixed(3)}
 (+${(last - first).toFixed(3)}). **Mismatch**: the largest mean absolute difference between recomputed and
@@ -120,7 +120,7 @@ This run, step by step:
 |---:|---:|---:|---:|---:|---:|---:|
 ${rows}
 
-Raw figures: [examples/train/results.json](examples/train/results.json).
+Raw figures: [examples/train/results.json](../examples/train/results.json).
 
 ${NOTES_MARKER}${notes}`,
   );

@@ -2,7 +2,8 @@
  * `npm run train:example [-- --quick] [-- --seed N] [-- --steps N]`: a real policy learns
  * through edgeroll, end to end, on this CPU.
  *
- * 1. Python: a virtual environment under the project (.venv-train/) with torch and transformers.
+ * 1. Python: a virtual environment under the project (.venv-train/) with torch, transformers and
+ *    edgeroll's own package (python/, editable: edgeroll_client, which train.py imports).
  * 2. Warm-up data: the simulator plays mental-math through a local edgeroll, and
  *    `edgeroll export --kind sft` writes the successful episodes as SFT rows.
  * 3. A tiny GPT-2-style policy (built here, ~0.9 M parameters) is served by an OpenAI-compatible
@@ -10,7 +11,7 @@
  * 4. train.py warms the policy up on the SFT rows, then runs GRPO on edgeroll's token-exact
  *    samples, pushing new weights to the server each step.
  *
- * A full run writes TRAINING.md, docs/training.png and examples/train/results.json; `--quick`
+ * A full run writes docs/training-results.md, docs/training.png and examples/train/results.json; `--quick`
  * (CI) is the warm-up and two RL steps, and fails unless the mismatch stays under its bound.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -72,25 +73,25 @@ function run(command: string, args: string[], options: { env?: NodeJS.ProcessEnv
   return result.stdout;
 }
 
-/** The virtual environment, made once and refreshed when the requirements change. */
+/**
+ * The virtual environment, made once and refreshed when the requirements or the Python
+ * package's metadata change. The package is installed editable, so its code is always the
+ * checkout's.
+ */
 function ensurePython(): void {
-  const requirements = readFileSync(join(HERE, "requirements.txt"), "utf8");
+  const inputs = [join(HERE, "requirements.txt"), join(ROOT, "python/pyproject.toml")];
   const stamp = join(VENV, ".requirements-sha256");
-  const hash = createHash("sha256").update(requirements).digest("hex");
-  if (existsSync(stamp) && readFileSync(stamp, "utf8") === hash) return;
-  say("installing torch and transformers into .venv-train/ (once)");
+  const hash = createHash("sha256");
+  for (const file of inputs) hash.update(readFileSync(file));
+  const digest = hash.digest("hex");
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === digest) return;
+  say("installing torch, transformers and edgeroll's Python package into .venv-train/ (once)");
   if (!existsSync(PYTHON)) run("python3", ["-m", "venv", VENV]);
-  run(PYTHON, [
-    "-m",
-    "pip",
-    "install",
-    "--retries",
-    "0",
-    "-q",
-    "-r",
-    join(HERE, "requirements.txt"),
-  ]);
-  writeFileSync(stamp, hash);
+  const install = (...args: string[]) =>
+    run(PYTHON, ["-m", "pip", "install", "--retries", "0", "-q", ...args]);
+  install("-r", join(HERE, "requirements.txt"));
+  install("-e", join(ROOT, "python"));
+  writeFileSync(stamp, digest);
 }
 
 /** The simulator plays mental-math; edgeroll's SFT export keeps the successful episodes. */
@@ -240,11 +241,12 @@ try {
     plan,
     seconds: (Date.now() - started) / 1000,
   };
-  if (quick) say("quick run: figures printed only; `npm run train:example` writes TRAINING.md");
+  if (quick)
+    say("quick run: figures printed only; `npm run train:example` writes docs/training-results.md");
   else {
     writeFileSync(join(HERE, "results.json"), `${JSON.stringify(summary, null, 2)}\n`);
     writeTraining(summary, PYTHON);
-    say("wrote TRAINING.md, docs/training.png and examples/train/results.json");
+    say("wrote docs/training-results.md, docs/training.png and examples/train/results.json");
   }
 } finally {
   await stopAll();

@@ -33,7 +33,7 @@ try:
 except ImportError as error:
     NO_TRL = (f"TRL is not importable ({error}); install it in a venv of its own: python3 -m venv "
               "/tmp/venv-trl && /tmp/venv-trl/bin/pip install -r examples/train/requirements.txt "
-              "-r examples/train/requirements-trl.txt")
+              "-r examples/train/requirements-trl.txt ./python")
 # Every test here is skipped without TRL (a class decorator, so that loading the module by name
 # works too, where a SkipTest raised at import would be an error).
 needs_trl = unittest.skipIf(NO_TRL is not None, NO_TRL or "")

@@ -22,11 +22,9 @@ import urllib.request
 from pathlib import Path
 
 import torch
+from edgeroll_client import EdgerollClient, decode_sample
 
 import tiny_policy as tp
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from edgeroll_client import EdgerollClient, decode_sample  # noqa: E402
 
 ENV = "mental-math"
 # Mean absolute difference allowed between the recomputed and the served logprobs before an

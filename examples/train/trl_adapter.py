@@ -102,7 +102,6 @@ weights and a group of `num_generations` could straddle two processes' prompt sl
 from __future__ import annotations
 
 import json
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -110,13 +109,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
+from edgeroll_client import EdgerollClient, decode_sample
 
 import tiny_policy as tp
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from edgeroll_client import EdgerollClient, decode_sample  # noqa: E402
-
-from train import ENV, MISMATCH_BOUND, OffPolicy, post  # noqa: E402  (the same bound and push as train.py)
+from train import ENV, MISMATCH_BOUND, OffPolicy, post  # the same bound and push as train.py
 
 PREFIX_BREAK_POLICIES = ("first_sample", "raise")
 

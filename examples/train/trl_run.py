@@ -38,7 +38,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 import tiny_policy as tp  # noqa: E402
 import trl_adapter as ta  # noqa: E402
-from edgeroll_client import EdgerollClient  # noqa: E402  (trl_adapter put it on the path)
+from edgeroll_client import EdgerollClient  # noqa: E402
 from tiny_tokenizer import build_tokenizer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """examples/python/agent_env.py (the seed's tool-calling AgentEnv) end to end: the real server as
 a subprocess on port 0, whole episodes played over HTTP with scripted actions, graded by /score.
 
-    python3 -m unittest discover -s python/tests
+    PYTHONPATH=python python3 -m unittest discover -s python/tests   # or with the package installed
 """
 
 from __future__ import annotations

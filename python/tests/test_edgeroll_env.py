@@ -3,7 +3,7 @@ starter and a single-turn fixture written against freesolo.* imports, checked ag
 protocol (docs/remote-env-protocol.md), its JSON Schemas and the TypeScript guess-number's
 own answers (fixtures/guess_number_golden.json).
 
-    python3 -m unittest discover -s python/tests
+    PYTHONPATH=python python3 -m unittest discover -s python/tests   # or with the package installed
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from urllib.parse import urlsplit
 HERE = Path(__file__).resolve().parent
 PYTHON_DIR = HERE.parent
 REPO = PYTHON_DIR.parent
-sys.path.insert(0, str(PYTHON_DIR))
 
-from edgeroll_env import (  # noqa: E402
+from edgeroll_env import (
     EnvironmentEpisode,
     EnvironmentMultiTurn,
     RewardResult,
@@ -39,9 +38,9 @@ from edgeroll_env import (  # noqa: E402
     load_dataset,
     run_episode,
 )
-from edgeroll_env.datasets import DatasetError, load_task_examples  # noqa: E402
-from edgeroll_env.idempotency import IdempotencyCache  # noqa: E402
-from edgeroll_env.loader import load_environment  # noqa: E402
+from edgeroll_env.datasets import DatasetError, load_task_examples
+from edgeroll_env.idempotency import IdempotencyCache
+from edgeroll_env.loader import load_environment
 
 STARTER = PYTHON_DIR / "edgeroll_env" / "starters" / "guess_number.py"
 QUIZ = HERE / "fixtures" / "quiz_env.py"

@@ -14,7 +14,7 @@ import { END } from "../../src/rollout/outcomes";
 
 const CHROMIUM = process.env.EDGEROLL_CHROMIUM ?? "/usr/bin/chromium";
 const ARTIFACTS = resolve(import.meta.dirname, "../../artifacts");
-const README = resolve(import.meta.dirname, "../../README.md");
+const QUERYING = resolve(import.meta.dirname, "../../docs/querying.md");
 const RUN = "browser-demo";
 
 let stack: LocalStack;
@@ -119,9 +119,9 @@ describe("the dashboard", () => {
   });
 });
 
-/** The README's numbered queries ("-- 1. ..." then the statement), as written there. */
-function readmeQueries(): Map<number, string> {
-  const block = /```sql\n([\s\S]*?)```/.exec(readFileSync(README, "utf8"))?.[1] ?? "";
+/** docs/querying.md's numbered queries ("-- 1. ..." then the statement), as written there. */
+function documentedQueries(): Map<number, string> {
+  const block = /```sql\n([\s\S]*?)```/.exec(readFileSync(QUERYING, "utf8"))?.[1] ?? "";
   const queries = new Map<number, string>();
   for (const part of block.split(/^-- (?=\d+\.)/m).slice(1)) {
     const number = Number(/^(\d+)\./.exec(part)?.[1]);
@@ -130,9 +130,9 @@ function readmeQueries(): Map<number, string> {
   return queries;
 }
 
-describe("the README's SQL queries, on the demo's data", () => {
+describe("the documented SQL queries (docs/querying.md), on the demo's data", () => {
   it("all run, and those about outcomes, failures and retries find rows", () => {
-    const queries = readmeQueries();
+    const queries = documentedQueries();
     expect(queries.size).toBe(13);
     // The others need a run id or an episode id of one's own, or find rows only after poison,
     // a fallback of credit, or a group whose every score is equal (likely, not certain).

@@ -64,7 +64,7 @@ describe("against wrangler dev", () => {
     expect(groups.map((g) => g.status)).toEqual(["landed", "landed"]);
     const episode = await api.getEpisode(groups[0]?.episodes[0]?.episode_id ?? "");
     expect(episode.messages.filter((m) => m.sampled)).toHaveLength(episode.turns);
-    // The local stack leaves wrangler's per-call trace collector off (README, "Local traces"):
+    // The local stack leaves wrangler's per-call trace collector off (docs/development.md, "Local traces"):
     // with it on, wrangler writes a span for every statement, fetch and RPC to this store.
     expect(existsSync(join(state, "v3", "observability"))).toBe(false);
     expect(existsSync(join(state, "v3", "do", "edgeroll-RolloutGroup"))).toBe(true);
@@ -226,7 +226,13 @@ describe("against wrangler dev", () => {
         "--max-groups",
         "2",
       ],
-      { cwd: ROOT, encoding: "utf8", timeout: 60_000 },
+      // The client is the package in python/, found as the example's docstring says.
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, PYTHONPATH: join(ROOT, "python") },
+      },
     );
     expect(result.stderr).toBe("");
     expect(result.status).toBe(0);

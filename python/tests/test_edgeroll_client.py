@@ -1,0 +1,174 @@
+"""edgeroll_client as a trainer uses it: samples decoded from either encoding, the token found as
+the CLI finds it, and the client against a small stand-in for edgeroll's API (requests, the error
+shape, a lease acked when the block ends and released when it raises). The live API is
+test/e2e/trainer-clients.test.ts's (examples/python/train_grpo.py against wrangler dev).
+
+    PYTHONPATH=python python3 -m unittest discover -s python/tests -v   # or with the package installed
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+import json
+import os
+import sys
+import tempfile
+import threading
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from edgeroll_client import (
+    DEFAULT_URL,
+    LOCAL_TOKENS_FILE,
+    Batch,
+    EdgerollClient,
+    EdgerollError,
+    decode_sample,
+    discover_token,
+)
+
+
+def base64_of(code: str, values: list) -> str:
+    data = array.array(code, values)
+    if sys.byteorder != "little":
+        data.byteswap()
+    return base64.b64encode(data.tobytes()).decode()
+
+
+class DecodeSample(unittest.TestCase):
+    SAMPLE = {
+        "turns": [0, 1],
+        "token_ids": [100264, 882, 100265],
+        "mask": [0, 1, 1],
+        "logprobs": [0, -0.5, -0.25],
+        "advantages": [0, 1.5, 1.5],
+    }
+
+    def test_json_lists_come_back_as_they_are(self) -> None:
+        self.assertEqual(decode_sample(self.SAMPLE), self.SAMPLE)
+
+    def test_base64_arrays_decode_to_the_same_lists(self) -> None:
+        encoded = {
+            "turns": [0, 1],
+            "token_ids": base64_of("i", self.SAMPLE["token_ids"]),
+            "mask": base64_of("B", self.SAMPLE["mask"]),
+            "logprobs": base64_of("f", self.SAMPLE["logprobs"]),
+            "advantages": base64_of("f", self.SAMPLE["advantages"]),
+        }
+        self.assertEqual(decode_sample(encoded), self.SAMPLE)
+
+    def test_a_distilled_sample_keeps_its_teacher_logprobs(self) -> None:
+        sample = {**self.SAMPLE, "teacher_logprobs": base64_of("f", [0, -0.125, -2.0])}
+        self.assertEqual(decode_sample(sample)["teacher_logprobs"], [0, -0.125, -2.0])
+        self.assertNotIn("teacher_logprobs", decode_sample(self.SAMPLE))
+
+
+class DiscoverToken(unittest.TestCase):
+    def setUp(self) -> None:
+        self.dir = tempfile.TemporaryDirectory()
+        state = Path(self.dir.name) / ".wrangler" / "state"
+        state.mkdir(parents=True)
+        (state / LOCAL_TOKENS_FILE).write_text(json.dumps({"admin": "local-admin"}))
+        cwd = os.getcwd()
+        os.chdir(self.dir.name)
+        self.addCleanup(os.chdir, cwd)
+        self.addCleanup(self.dir.cleanup)
+
+    def test_edgeroll_token_comes_first(self) -> None:
+        with mock.patch.dict(os.environ, {"EDGEROLL_TOKEN": "from-env"}):
+            self.assertEqual(discover_token("http://127.0.0.1:8787"), "from-env")
+            self.assertEqual(discover_token("https://edgeroll.example.com"), "from-env")
+
+    def test_a_local_stacks_token_goes_only_to_a_local_worker(self) -> None:
+        with mock.patch.dict(os.environ, {"EDGEROLL_TOKEN": ""}):
+            self.assertEqual(discover_token("http://localhost:8787"), "local-admin")
+            self.assertIsNone(discover_token("https://edgeroll.example.com"))
+
+    def test_the_client_sends_the_token_it_found(self) -> None:
+        with mock.patch.dict(os.environ, {"EDGEROLL_TOKEN": "", "EDGEROLL_URL": ""}):
+            client = EdgerollClient()
+        self.assertEqual((client.base_url, client.token), (DEFAULT_URL, "local-admin"))
+
+
+class StandIn(BaseHTTPRequestHandler):
+    """Answers as edgeroll does, recording each request: a lease with one batch, acks and
+    releases, and a 404 in the API's error shape for anything else."""
+
+    calls: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["content-length"] or 0)) or b"null")
+        self.calls.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+        if self.path == "/v1/batches/lease":
+            self.answer(200, {"batch_id": "b_1", "lease_expires_at": "soon", "groups": [
+                {"group_id": "g_1", "episodes": [{"episode_id": "e_1"}, {"episode_id": "e_2"}]}]})
+        elif self.path in ("/v1/batches/b_1/ack", "/v1/batches/b_1/release"):
+            self.answer(200, {"batch_id": "b_1"})
+        elif self.path == "/v1/groups":
+            self.answer(202, {"group_id": "g_2", "created": True})
+        else:
+            self.answer(404, {"error": {"code": "not_found", "message": f"no route {self.path}"}})
+
+    def answer(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+
+class Client(unittest.TestCase):
+    def setUp(self) -> None:
+        StandIn.calls = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.addCleanup(self.server.server_close)
+        self.addCleanup(self.server.shutdown)
+        self.client = EdgerollClient(f"http://127.0.0.1:{self.server.server_port}/", token="t-1")
+
+    def paths(self) -> list[str]:
+        return [call["path"] for call in StandIn.calls]
+
+    def test_requests_carry_the_token_and_the_idempotency_key(self) -> None:
+        self.client.start_group({"env": "guess-number"}, idempotency_key="k-1")
+        headers = {k.lower(): v for k, v in StandIn.calls[0]["headers"].items()}
+        self.assertEqual(headers["authorization"], "Bearer t-1")
+        self.assertEqual(headers["idempotency-key"], "k-1")
+        self.assertEqual(StandIn.calls[0]["body"], {"env": "guess-number"})
+
+    def test_a_refusal_raises_the_apis_code_and_message(self) -> None:
+        with self.assertRaises(EdgerollError) as raised:
+            self.client.set_policy("r1", 3, max_lag=2)
+        self.assertEqual((raised.exception.status, raised.exception.code), (404, "not_found"))
+        self.assertIn("POST http://127.0.0.1", str(raised.exception))
+        self.assertIn("no route /v1/runs/r1/policy", str(raised.exception))
+        self.assertEqual(StandIn.calls[0]["body"], {"version": 3, "max_lag": 2})
+
+    def test_a_lease_is_a_batch_of_groups(self) -> None:
+        batch = self.client.lease(max_groups=8, include=["tokens"])
+        self.assertIsInstance(batch, Batch)
+        self.assertEqual(batch.batch_id, "b_1")
+        self.assertEqual([e["episode_id"] for e in batch.episodes], ["e_1", "e_2"])
+        self.assertEqual(StandIn.calls[0]["body"], {"max_groups": 8, "include": ["tokens"]})
+
+    def test_leased_acks_when_the_block_ends(self) -> None:
+        with self.client.leased(max_groups=1) as batch:
+            self.assertEqual(batch.batch_id, "b_1")
+        self.assertEqual(self.paths(), ["/v1/batches/lease", "/v1/batches/b_1/ack"])
+
+    def test_leased_releases_when_the_block_raises(self) -> None:
+        with self.assertRaises(RuntimeError), self.client.leased(max_groups=1):
+            raise RuntimeError("the step failed")
+        self.assertEqual(self.paths(), ["/v1/batches/lease", "/v1/batches/b_1/release"])
+
+
+if __name__ == "__main__":
+    unittest.main()
