@@ -16,7 +16,7 @@ const ConfigSchema = z.object({
    * Streamed completions keep bytes flowing through a generation of many minutes, which
    * proxies in front of a GPU host would otherwise cut as idle (Cloudflare's edge after 100 s,
    * nginx after 60 s by default). "false" sends one body per generation instead: about 1 ms
-   * less Worker CPU per turn (BENCHMARKS.md), for hosts the Worker reaches directly.
+   * less Worker CPU per turn (docs/benchmarks.md), for hosts the Worker reaches directly.
    */
   INFERENCE_STREAM: z.stringbool().default(true),
   GENERATION_DEADLINE_S_PER_TOKEN: seconds(0.5),

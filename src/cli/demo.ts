@@ -121,7 +121,7 @@ export function demoJobs(runId: string, guessGroups: number): { label: string; j
         runId,
         concurrency: 1,
         // A directive to the simulator: the first try of every request gets a 503, and the
-        // client's retry succeeds (README query 10 finds these generations).
+        // client's retry succeeds (docs/querying.md, query 10, finds these generations).
         request: {
           policy_version: 3,
           sampling: { model: "sim+fail:503:1", max_completion_tokens: 64 },

@@ -137,7 +137,7 @@ export async function startWorker(options: {
   /**
    * wrangler dev's local observability: every storage statement, fetch and RPC of the Worker
    * becomes a span, sent to a collector in the same workerd and written to a trace database.
-   * That costs several times what the calls themselves do (BENCHMARKS.md), so edgeroll's
+   * That costs several times what the calls themselves do (docs/benchmarks.md), so edgeroll's
    * local stack leaves it off unless asked, or unless X_LOCAL_OBSERVABILITY says otherwise.
    */
   localTraces?: boolean;

@@ -44,7 +44,7 @@ export interface GenerateOptions extends Omit<RetryOptions, "retryRefusal"> {
   /**
    * A stream whose largest possible body fits in this many bytes is read whole by the runtime
    * and parsed once: no JavaScript runs per token chunk, which saves about 0.6 ms of CPU a turn
-   * (BENCHMARKS.md). A larger one is parsed as it arrives, holding only the text so far.
+   * (docs/benchmarks.md). A larger one is parsed as it arrives, holding only the text so far.
    * Default 0: always as it arrives.
    */
   wholeStreamBytes?: number;

@@ -29,7 +29,7 @@ interface Pending {
 
 /**
  * Groups per transaction: enough to amortise D1's round trip. 96 landed about a fifth more
- * groups per second than 32 in the local bench (BENCHMARKS.md).
+ * groups per second than 32 in the local bench (docs/benchmarks.md).
  */
 export const GROUPS_PER_COMMIT = 96;
 /** Rows per transaction, in characters: a few large groups make a small batch, not a huge one. */

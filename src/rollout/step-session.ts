@@ -1,6 +1,6 @@
 /**
  * An episode's steps through one step-worker session instead of one invocation each: a new
- * invocation per turn was the largest single cost of a turn in the group object (BENCHMARKS.md).
+ * invocation per turn was the largest single cost of a turn in the group object (docs/benchmarks.md).
  *
  * A session holds no environment state (each step replays the transcript on a fresh instance).
  * Its steps share one invocation's CPU limit, so a session serves at most STEPS_PER_SESSION
@@ -43,7 +43,7 @@ export class EpisodeStepSession {
   /**
    * One timer serves both the step deadline and the idle release, and is re-armed only when it
    * fires or must fire sooner: a timer set and cleared per step cost more than the step's
-   * bookkeeping (BENCHMARKS.md).
+   * bookkeeping (docs/benchmarks.md).
    */
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
