@@ -5,8 +5,10 @@
  */
 const LAYERS = [
   ["utils"], // small helpers that know nothing of edgeroll
-  ["sdk", "tokens"], // the environment SDK; token-exact episodes, as arrays and bytes
+  // the environment SDK; token-exact episodes, as arrays and bytes; the enums rows and wire share
+  ["sdk", "tokens", "domain"],
   ["environments", "inference", "db", "config.ts", "sim"],
+  ["policy"], // the run's policy: its wire shapes, the lag rule, pacing, the push to groups
   ["env-workers", "trainer", "distill"], // the teacher of on-policy distillation
   ["rollout"], // the group object, its storage, turns, rewards, landing
   ["views"], // the read side: what the API answers and the dashboard shows

@@ -4,13 +4,15 @@ import { bodyLimit } from "hono/body-limit";
 import { type AuthVariables, authorize, tokenFromQuery } from "./api/auth";
 import { batchRoutes } from "./api/batches";
 import { episodeRoutes } from "./api/episodes";
-import { ApiError, errorBody, renderError } from "./api/errors";
+import { ApiError, renderError } from "./api/errors";
 import { groupRoutes } from "./api/groups";
 import { runRoutes } from "./api/runs";
 import { utf8Body } from "./api/utf8-body";
 import { dashboardRoutes } from "./dashboard/routes";
 import { environmentsOf } from "./env-workers/environments";
 import { environmentNames } from "./environments/registry";
+import { errorBody } from "./views/error-body";
+import { environmentsView, healthView } from "./views/responses";
 
 /** Requests carry one example and its settings; anything larger is a mistake or an attack. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -48,10 +50,10 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
     return allowed(c, next);
   })
   .on("GET", ["/", "/groups/*", "/episodes/*"], tokenFromQuery, authorize("reader"))
-  .get("/healthz", (c) => c.json({ ok: true }))
+  .get("/healthz", (c) => c.json(healthView()))
   .get("/v1/environments", (c) => {
     const remote = environmentsOf(c.env);
-    return c.json({ environments: environmentNames(remote), remote: [...remote.targets.keys()] });
+    return c.json(environmentsView(environmentNames(remote), [...remote.targets.keys()]));
   })
   .route("/v1", groupRoutes)
   .route("/v1", episodeRoutes)

@@ -4,13 +4,20 @@ import { Hono } from "hono";
 import { configFrom } from "../config";
 import { readBatchGroups } from "../trainer/batch-format";
 import { LeaseRequestSchema } from "../trainer/lease-request";
-import { ackBatch, claimGroups, releaseBatch, type Settlement, unclaim } from "../trainer/leases";
+import {
+  ackBatch,
+  claimGroups,
+  releaseBatch,
+  type SettledState,
+  type Settlement,
+  unclaim,
+} from "../trainer/leases";
 import { ackView, batchView, releaseView } from "../views/responses";
 import type { AuthVariables } from "./auth";
 import { ApiError, invalidRequest } from "./errors";
 
 /** What a settlement means for the caller: done now, done before, or refused with a 4xx. */
-function settled(batchId: string, settlement: Settlement, verb: "acked" | "released") {
+function settled(batchId: string, settlement: Settlement, verb: SettledState) {
   if (settlement.outcome === "not_found")
     throw new ApiError(404, "not_found", `no batch ${batchId}`);
   if (settlement.outcome === "not_yours") {

@@ -3,18 +3,18 @@ import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { z } from "zod";
 import { findEpisode, groupTokenObjects, listEpisodes } from "../db/queries";
+import { EndStateSchema } from "../domain/episode-outcomes";
 import { TOKEN_ENCODINGS } from "../tokens/sample-encoding";
-import { episodeForTrainer } from "../trainer/batch-format";
 import { INCLUDE } from "../trainer/lease-request";
 import { readTokenObjects } from "../trainer/token-samples";
 import { episodeView } from "../views/episode-view";
-import { episodePageView } from "../views/responses";
+import { episodeListItemView, episodePageView } from "../views/responses";
 import { ApiError, invalidRequest } from "./errors";
 
 const ListQuerySchema = z.strictObject({
   run_id: z.string().min(1).optional(),
   env: z.string().min(1).optional(),
-  status: z.enum(["completed", "truncated", "failed"]).optional(),
+  status: EndStateSchema.optional(),
   success: z.stringbool().optional(),
   cursor: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
@@ -59,18 +59,14 @@ export const episodeRoutes = new Hono<{ Bindings: Env }>()
             await groupTokenObjects(c.env.DB, [...new Set(page.episodes.map((e) => e.groupId))]),
           )
         : null;
-      const episodes = page.episodes.map((e) => ({
-        group_id: e.groupId,
-        run_id: e.runId,
-        env: e.env,
-        example_id: e.exampleId,
-        ...episodeForTrainer(
+      const episodes = page.episodes.map((e) =>
+        episodeListItemView(
           e,
           page.transcripts.get(e.id) ?? [],
           query.include,
           turns && { group: turns.get(e.groupId), encoding: query.token_encoding },
         ),
-      }));
+      );
       const next =
         last && page.episodes.length === query.limit
           ? btoa(JSON.stringify([last.finishedAt, last.id]))

@@ -1,27 +1,10 @@
-/** One error body for the whole API: `{error: {code, message, details?}}`. */
+/** The API's errors: thrown in handlers, rendered as the one error body (views/error-body.ts). */
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
 import { describeZodError } from "../sdk";
-
-export type ErrorCode =
-  | "unauthorized"
-  | "forbidden"
-  | "invalid_request"
-  | "invalid_encoding"
-  | "malformed_json"
-  | "payload_too_large"
-  | "not_found"
-  | "example_rejected"
-  | "environment_unavailable"
-  | "tokenizer_mismatch"
-  | "policy_version_regressed"
-  | "policy_too_stale"
-  | "tokenizer_check_unavailable"
-  | "idempotency_conflict"
-  | "batch_settled"
-  | "internal_error";
+import { type ErrorCode, errorBody } from "../views/error-body";
 
 /** Thrown anywhere in a handler; rendered by `onError`. */
 export class ApiError extends Error {
@@ -34,10 +17,6 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-}
-
-export function errorBody(code: ErrorCode, message: string, details?: unknown) {
-  return { error: { code, message, ...(details === undefined ? {} : { details }) } };
 }
 
 export function invalidRequest(error: Pick<z.core.$ZodError, "issues">): ApiError {

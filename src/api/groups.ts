@@ -2,8 +2,8 @@
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { configFrom } from "../config";
-import { beyondMaxLag, type KnownPolicy, knownPolicy, readRunPolicy } from "../db/run-policies";
-import { checkSharedTokenizer } from "../distill/tokenizer-check";
+import { readRunPolicy } from "../db/run-policies";
+import { checkSharedTokenizer, type TokenizerProblem } from "../distill/tokenizer-check";
 import { environmentsOf } from "../env-workers/environments";
 import {
   environmentNames,
@@ -12,6 +12,8 @@ import {
   type RemoteEnvironments,
 } from "../environments/registry";
 import { RemoteEnvError } from "../environments/remote/client";
+import { type KnownPolicy, knownPolicy } from "../policy/known-policy";
+import { beyondMaxLag } from "../policy/lag";
 import { rolloutGroup } from "../rollout/bindings";
 import { newGroupSpec } from "../rollout/group-ids";
 import {
@@ -81,6 +83,18 @@ async function withRunPolicy(
   return { request, policy: policy === null ? null : knownPolicy(policy) };
 }
 
+/** A tokenizer check that did not pass, as the API refuses the group: a 400, or a 503 to retry. */
+function tokenizerRefusal(check: TokenizerProblem): ApiError {
+  switch (check.kind) {
+    case "mismatch":
+      return new ApiError(400, "tokenizer_mismatch", check.message);
+    case "refused":
+      return new ApiError(400, "invalid_request", check.message);
+    case "unavailable":
+      return new ApiError(503, "tokenizer_check_unavailable", check.message);
+  }
+}
+
 /** The environment must accept the example before anything is stored. */
 async function checkExample(request: StartGroupRequest, remote: RemoteEnvironments): Promise<void> {
   const env = loadEnvironment(request.env, remote);
@@ -132,7 +146,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
           request.sampling.model,
           request.teacher.model,
         );
-        if (!check.ok) throw new ApiError(check.status, check.code, check.message);
+        if (!check.ok) throw tokenizerRefusal(check);
       }
       const spec = await newGroupSpec(request, key, asked);
       const started = await rolloutGroup(c.env, spec.groupId).start(spec, policy);

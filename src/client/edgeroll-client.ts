@@ -3,27 +3,34 @@
  * anywhere `fetch` does (Node >= 18, browsers, Workers).
  */
 import type { z } from "zod";
+import type { EndState } from "../domain/episode-outcomes";
+import type { PolicyRequestSchema } from "../policy/policy-wire";
 import type { StartGroupRequestSchema } from "../rollout/group-spec";
 import type { LeaseRequestSchema } from "../trainer/lease-request";
 import { backoffDelayMs, sleep } from "../utils/backoff";
 import type { EpisodeView } from "../views/episode-view";
+import type { ErrorBody } from "../views/error-body";
 import type { GroupView } from "../views/group-view";
+import type { policySetView, policyView } from "../views/policy-view";
 import type {
   AckResult,
   Batch,
   EpisodePage,
-  PolicyView,
   ReleaseResult,
   RunProgress,
   StartedGroup,
 } from "../views/responses";
 
-// The answers' types come from the functions that build them on the Worker.
+// The answers' types come from the functions that build them on the Worker, the requests'
+// from the schemas that validate them there.
+export type { EndState } from "../domain/episode-outcomes";
 export type { EpisodeView } from "../views/episode-view";
+export type { ErrorCode } from "../views/error-body";
 export type { GroupView } from "../views/group-view";
 export type {
   AckResult,
   Batch,
+  EpisodeListItem,
   EpisodePage,
   ReleaseResult,
   RunProgress,
@@ -33,19 +40,13 @@ export type {
 } from "../views/responses";
 
 /** What `setPolicy` sends: the version, and optionally the lag limit and a pause. */
-export interface RunPolicyUpdate {
-  version: number;
-  max_lag?: number | null;
-  paused?: boolean;
-}
-
-export type RunPolicyView = PolicyView;
-
+export type RunPolicyUpdate = z.input<typeof PolicyRequestSchema>;
+export type RunPolicyView = ReturnType<typeof policyView>;
 /**
  * `setPolicy`'s answer: the policy, the run's running groups, and how many of them were told of
  * it at once (the rest follow within a heartbeat).
  */
-export type RunPolicySet = PolicyView & { groups_running: number; groups_notified: number };
+export type RunPolicySet = ReturnType<typeof policySetView>;
 
 export type StartGroupInput = z.input<typeof StartGroupRequestSchema>;
 export type LeaseInput = z.input<typeof LeaseRequestSchema>;
@@ -154,9 +155,8 @@ export class EdgerollClient {
         await sleep(retryDelayMs(attempt));
         continue;
       }
-      const json = (await response.json().catch(() => null)) as {
-        error?: { code: string; message: string; details?: unknown };
-      } | null;
+      // Any JSON answer: the API's error body when it is not ok.
+      const json = (await response.json().catch(() => null)) as Partial<ErrorBody> | null;
       if (!response.ok) {
         const error = json?.error;
         throw new EdgerollError(
@@ -234,7 +234,7 @@ export class EdgerollClient {
   listEpisodes(filter: {
     run_id?: string;
     env?: string;
-    status?: string;
+    status?: EndState;
     success?: boolean;
     include?: string[];
     limit?: number;

@@ -1,25 +1,27 @@
 /** One group: its status and its episodes, each linking to the transcript viewer. */
-import type { EpisodeStatusView } from "../views/group-view";
+import type { GroupView } from "../views/group-view";
 import { fmt, Layout, Pill } from "./layout";
 
-export interface GroupSummary {
-  group_id: string;
-  status: string;
-  env: string;
-  run_id: string;
-  example_id: string;
-  policy_version: number;
-  policy_version_min: number | null;
-  policy_version_max: number | null;
-  paused: boolean;
-  credit_applied: string | null;
-  score_mean: number | null;
-  warnings: string[];
-  failure_reason: string | null;
-  created_at: string;
-  finished_at: string | null;
-  episodes: EpisodeStatusView[];
-}
+/** What the page shows of the API's group view. */
+export type GroupSummary = Pick<
+  GroupView,
+  | "group_id"
+  | "status"
+  | "env"
+  | "run_id"
+  | "example_id"
+  | "policy_version"
+  | "policy_version_min"
+  | "policy_version_max"
+  | "paused"
+  | "credit_applied"
+  | "score_mean"
+  | "warnings"
+  | "failure_reason"
+  | "created_at"
+  | "finished_at"
+  | "episodes"
+>;
 
 /** The versions that sampled the group: one, or a span when the policy moved mid-group. */
 function sampledBy(g: GroupSummary): string {

@@ -1,4 +1,6 @@
 /** What the dashboard reads from D1: the SQL views, and a few lists. */
+import type { DeliveryState } from "../domain/delivery";
+import type { GroupStatus } from "../domain/group-status";
 
 type Row = Record<string, unknown>;
 
@@ -28,11 +30,11 @@ export interface RecentGroup {
   id: string;
   run_id: string;
   env: string;
-  status: string;
+  status: GroupStatus;
   group_size: number;
   score_mean: number | null;
   episodes_failed: number | null;
-  delivery_state: string;
+  delivery_state: DeliveryState;
   created_at: string;
 }
 

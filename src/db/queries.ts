@@ -1,6 +1,7 @@
 /** Reads of landed groups and episodes from D1. */
 import { and, asc, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
+import type { EndState } from "../domain/episode-outcomes";
 import { episodes, groups, messages } from "./schema";
 
 export type GroupRecord = typeof groups.$inferSelect;
@@ -36,7 +37,7 @@ export async function findEpisode(
 export interface EpisodeFilter {
   runId?: string | undefined;
   env?: string | undefined;
-  status?: string | undefined;
+  status?: EndState | undefined;
   success?: boolean | undefined;
 }
 
@@ -104,13 +105,20 @@ export async function runProgress(db: D1Database, runId: string) {
   return rows;
 }
 
+/** Groups of a run at one version (the one leases filter on): in flight, and landed unleased. */
+export interface PacingRow {
+  version: number;
+  in_flight: number;
+  unleased: number;
+}
+
 /** What a producer paces itself by: the run's rows of the `run_pacing` view, oldest version first. */
-export async function runPacing(db: D1Database, runId: string) {
+export async function runPacing(db: D1Database, runId: string): Promise<PacingRow[]> {
   const rows = await db
     .prepare(
       "SELECT policy_version AS version, in_flight, unleased FROM run_pacing WHERE run_id = ?1 ORDER BY 1",
     )
     .bind(runId)
-    .all<{ version: number; in_flight: number; unleased: number }>();
+    .all<PacingRow>();
   return rows.results;
 }

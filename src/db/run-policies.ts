@@ -1,33 +1,14 @@
 /**
  * Asynchronous RL: a run's policy as its trainer sets it, in D1 (`run_policies`), so SQL sees it
- * and every API isolate reads the same. The version only moves forward: a trainer that restarts
- * from an older checkpoint says so with a new run, not by rewinding this one.
+ * and every API isolate reads the same; its reads and writes only (the rules are src/policy/'s).
+ * The version only moves forward: a trainer that restarts from an older checkpoint says so with
+ * a new run, not by rewinding this one.
  */
 import { eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { runPolicies } from "./schema";
 
 export type RunPolicy = typeof runPolicies.$inferSelect;
-
-/** What a running group needs of its run's policy; `revision` orders updates. */
-export type KnownPolicy = Pick<RunPolicy, "version" | "maxLag" | "paused" | "revision">;
-
-export function knownPolicy(policy: RunPolicy): KnownPolicy {
-  return {
-    version: policy.version,
-    maxLag: policy.maxLag,
-    paused: policy.paused,
-    revision: policy.revision,
-  };
-}
-
-/**
- * The one lag rule: work sampled at `version` is more than the run's `max_lag` behind its
- * policy. It refuses a start, cancels a running group, and leaves landed groups out of pacing.
- */
-export function beyondMaxLag(policy: Pick<KnownPolicy, "version" | "maxLag">, version: number) {
-  return policy.maxLag !== null && policy.version - version > policy.maxLag;
-}
 
 /** The run's groups still in flight, which a policy change must reach. */
 export async function runningGroupIds(db: D1Database, runId: string): Promise<string[]> {

@@ -1,9 +1,17 @@
 /** D1 tables where finished groups land: one row per group, per episode, per message. */
 import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { BatchState, DeliveryState } from "../domain/delivery";
+import type { EpisodeState, FailureReason } from "../domain/episode-outcomes";
+import type { Advantage, Algorithm, CreditAssignment, Generation } from "../domain/group-options";
+import type { GroupStatus } from "../domain/group-status";
 import type { ChatMessage, JsonObject, TaskExample, ToolCall, ToolDefinition } from "../sdk";
 import type { TokenMode } from "../tokens/token-mode";
 
-/** Timestamps are ISO-8601 text, so SQL users can read and compare them as they are. */
+/**
+ * Timestamps are ISO-8601 text, so SQL users can read and compare them as they are. Text columns
+ * that hold an enum are typed by the zod enum the code validates with (src/domain/); the types
+ * are TypeScript's only, SQLite keeps them as text.
+ */
 export const groups = sqliteTable(
   "groups",
   {
@@ -22,17 +30,17 @@ export const groups = sqliteTable(
     policyVersionMin: integer("policy_version_min"),
     policyVersionMax: integer("policy_version_max"),
     groupSize: integer("group_size").notNull(),
-    /** `running` | `scoring` | `landed` | `failed`. */
-    status: text("status").notNull(),
+    /** `running` from its start (SQL sees it at once), then `landed` or `failed`. */
+    status: text("status").$type<GroupStatus>().notNull(),
     failureReason: text("failure_reason"),
     /** The credit requested, and the one applied after any per-turn fallback. */
-    creditAssignment: text("credit_assignment").notNull(),
+    creditAssignment: text("credit_assignment").$type<CreditAssignment>().notNull(),
     creditApplied: text("credit_applied"),
-    advantage: text("advantage").notNull(),
+    advantage: text("advantage").$type<Advantage>().notNull(),
     /** `chat` (the host renders each prompt) or `tokens` (token-in generation). */
-    generation: text("generation").notNull().default("chat"),
+    generation: text("generation").$type<Generation>().notNull().default("chat"),
     /** `grpo`, or `opd` (on-policy distillation from `teacher_model`). */
-    algorithm: text("algorithm").notNull().default("grpo"),
+    algorithm: text("algorithm").$type<Algorithm>().notNull().default("grpo"),
     teacherModel: text("teacher_model"),
     /**
      * Native tool calling: the tool definitions its episodes offered, by their hash
@@ -55,7 +63,7 @@ export const groups = sqliteTable(
      * Where a landed group is on its way to a trainer: `available`, `leased`, `acked`, or
      * `parked` (delivered MAX_DELIVERIES times without an ack: poison, kept for inspection).
      */
-    deliveryState: text("delivery_state").notNull().default("available"),
+    deliveryState: text("delivery_state").$type<DeliveryState>().notNull().default("available"),
     deliveries: integer("deliveries").notNull().default(0),
     leaseId: text("lease_id"),
     leaseExpiresAt: text("lease_expires_at"),
@@ -93,11 +101,14 @@ export const episodes = sqliteTable(
     /** The episode's policy span: the lowest and highest version its turns were sampled at. */
     policyVersionMin: integer("policy_version_min"),
     policyVersionMax: integer("policy_version_max"),
-    /** `completed` | `truncated` | `failed`. */
-    status: text("status").notNull(),
+    /**
+     * `completed` | `truncated` | `failed`: only end states land, but the type is the wider
+     * EpisodeState, which the landing's rows carry (domain/episode-outcomes.ts).
+     */
+    status: text("status").$type<EpisodeState>().notNull(),
     /** How it ended: `done`, `max_turns`, `context_length`, `context_budget`, or the failure. */
     endReason: text("end_reason").notNull(),
-    failureReason: text("failure_reason"),
+    failureReason: text("failure_reason").$type<FailureReason>(),
     failureDetail: text("failure_detail"),
     score: real("score"),
     threshold: real("threshold"),
@@ -191,7 +202,7 @@ export const batches = sqliteTable("batches", {
   /** The trainer that leased it (a digest prefix of its token); only it may ack or release. */
   owner: text("owner").notNull().default("local"),
   /** `leased` | `acked` | `released`. A lease past its expiry stays `leased` here. */
-  state: text("state").notNull(),
+  state: text("state").$type<BatchState>().notNull(),
   groupCount: integer("group_count").notNull(),
   episodeCount: integer("episode_count").notNull(),
   createdAt: text("created_at").notNull(),

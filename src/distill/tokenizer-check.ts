@@ -18,14 +18,18 @@ const PROBE =
 const REMEMBER_MS = 10 * 60_000;
 const matched = new Map<string, number>();
 
-export type TokenizerCheck =
-  | { ok: true }
-  | {
-      ok: false;
-      status: 400 | 503;
-      code: "tokenizer_mismatch" | "tokenizer_check_unavailable" | "invalid_request";
-      message: string;
-    };
+/**
+ * Why the check did not pass: `mismatch`, the two tokenize the probe differently; `refused`, a
+ * host would not tokenize it for that model (a wrong model name, most likely); `unavailable`, a
+ * host could not be asked (unreachable, timed out, an unreadable answer): a later try may pass.
+ */
+export interface TokenizerProblem {
+  ok: false;
+  kind: "mismatch" | "refused" | "unavailable";
+  message: string;
+}
+
+export type TokenizerCheck = { ok: true } | TokenizerProblem;
 
 const preview = (ids: Int32Array) =>
   `${ids.length} ids [${Array.from(ids.subarray(0, 6)).join(", ")}${ids.length > 6 ? ", …" : ""}]`;
@@ -38,14 +42,12 @@ function notTokenized(who: string, outcome: Exclude<Tokenized, { kind: "ok" }>):
   if (outcome.kind === "failed" && outcome.failure === "rejected")
     return {
       ok: false,
-      status: 400,
-      code: "invalid_request",
+      kind: "refused",
       message: `${who} refused to tokenize a probe text (${why}); is the model name right?`,
     };
   return {
     ok: false,
-    status: 503,
-    code: "tokenizer_check_unavailable",
+    kind: "unavailable",
     message: `could not check that student and teacher share a tokenizer: ${who} did not tokenize a probe text (${why})`,
   };
 }
@@ -73,8 +75,7 @@ export async function checkSharedTokenizer(
   if (!same)
     return {
       ok: false,
-      status: 400,
-      code: "tokenizer_mismatch",
+      kind: "mismatch",
       message: `student "${studentModel}" and teacher "${teacherModel}" do not share a tokenizer: the same probe text is ${preview(mine.value)} on the inference host and ${preview(theirs.value)} on the teacher host; on-policy distillation scores the student's token ids with the teacher, so both must use one tokenizer`,
     };
   matched.set(key, Date.now() + REMEMBER_MS);

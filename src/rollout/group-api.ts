@@ -1,5 +1,5 @@
 /** What the Worker calls on a group's object, and what it answers (bindings.ts hands out the stub). */
-import type { KnownPolicy } from "../db/run-policies";
+import type { KnownPolicy } from "../policy/known-policy";
 import type { GroupSpec } from "./group-spec";
 import type { EndReason, EpisodeState, FailureReason } from "./outcomes";
 

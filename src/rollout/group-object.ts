@@ -7,7 +7,9 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
-import { type KnownPolicy, knownPolicy, readRunPolicy } from "../db/run-policies";
+import { readRunPolicy } from "../db/run-policies";
+import { type KnownPolicy, knownPolicy } from "../policy/known-policy";
+import { staleness } from "../policy/lag";
 import { errorMessage } from "../sdk";
 import { stepWorker } from "./bindings";
 import { permitLeaseMs } from "./generation/admission";
@@ -19,7 +21,7 @@ import type { GroupSpec } from "./group-spec";
 import { groupPermits } from "./limiter/permits";
 import { liveStatus } from "./live-status";
 import { END, failed, TERMINAL_STATES } from "./outcomes";
-import { PolicyWatch, staleness } from "./policy-watch";
+import { PolicyWatch } from "./policy-watch";
 import { knownGroupHash, registerGroup } from "./registration";
 import { GroupStorage } from "./storage/group-storage";
 import type { GroupTimer } from "./storage/timers";
@@ -250,10 +252,10 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     // A group that has sent nothing yet is not stale: its turns go out at the current version.
     const lowest = this.policy.span(this.store.sentTurns(), group.spec.request.policy_version).min;
     if (lowest === null) return;
-    const detail = staleness(policy, lowest);
-    if (detail === null) return;
-    this.policy.markStale(detail);
-    this.endStale(detail);
+    const verdict = staleness(policy, lowest);
+    if (!verdict.stale) return;
+    this.policy.markStale(verdict.detail);
+    this.endStale(verdict.detail);
   }
 
   /**

@@ -1,5 +1,12 @@
 /** What a rollout group is asked to do: the validated request, persisted as the group's spec. */
 import { z } from "zod";
+import {
+  AdvantageSchema,
+  AlgorithmSchema,
+  CreditAssignmentSchema,
+  GenerationSchema,
+  TokensSchema,
+} from "../domain/group-options";
 import { TaskExampleSchema } from "../sdk";
 
 export const SamplingSchema = z.strictObject({
@@ -37,8 +44,8 @@ const REQUEST_FIELDS = {
     .min(0)
     .max(2 ** 31 - 1)
     .optional(),
-  credit_assignment: z.enum(["per_episode", "per_turn"]).default("per_episode"),
-  advantage: z.enum(["mean", "mean_std"]).default("mean"),
+  credit_assignment: CreditAssignmentSchema.default("per_episode"),
+  advantage: AdvantageSchema.default("mean"),
   sampling: SamplingSchema,
   /** Must hold the system prompt plus the whole running transcript. */
   max_context_tokens: z.number().int().min(64).max(2_097_152).default(32_768),
@@ -47,16 +54,16 @@ const REQUEST_FIELDS = {
    * when it sends them; `required` fails an episode whose host does not (`tokens_unavailable`);
    * `off` does not ask.
    */
-  tokens: z.enum(["auto", "required", "off"]).default("auto"),
+  tokens: TokensSchema.default("auto"),
   /**
    * `chat`: the host renders the transcript each turn (`/chat/completions`). `tokens`: edgeroll
    * sends the prompt as ids (`/completions`): the previous prompt, the completion, then the
    * environment's new messages as the template renders them — never re-rendered, so no
    * prefix breaks (src/tokens/token-in.ts).
    */
-  generation: z.enum(["chat", "tokens"]).default("chat"),
+  generation: GenerationSchema.default("chat"),
   /** `opd`: on-policy distillation; a teacher scores the student's own tokens after each episode. */
-  algorithm: z.enum(["grpo", "opd"]).default("grpo"),
+  algorithm: AlgorithmSchema.default("grpo"),
   teacher: z.strictObject({ model: z.string().min(1).max(256) }).optional(),
 };
 

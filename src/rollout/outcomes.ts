@@ -1,64 +1,26 @@
 /**
- * How an episode ends, defined once: the states it passes through, and every end reason, each
- * bound to the state it ends in. The store, the drivers, the tests and the reliability suites
- * name reasons through `END`; the strings themselves are data (D1 rows, the API, SQL views).
+ * How the rollout records an episode's end. The states and end reasons themselves are defined
+ * once, below the database (domain/episode-outcomes.ts), and re-exported here for the store,
+ * the drivers, the tests and the reliability suites, which name reasons through `END`.
  */
-import { z } from "zod";
+import type { CompletedReason, FailureReason, TruncatedReason } from "../domain/episode-outcomes";
 
-export const EpisodeStateSchema = z.enum([
-  "opening",
-  "generating",
-  "stepping",
-  "completed",
-  "truncated",
-  "failed",
-]);
-export type EpisodeState = z.infer<typeof EpisodeStateSchema>;
-
-/** The states an episode ends in. */
-export const EndStateSchema = EpisodeStateSchema.extract(["completed", "truncated", "failed"]);
-export type EndState = z.infer<typeof EndStateSchema>;
-export const TERMINAL_STATES: readonly EpisodeState[] = EndStateSchema.options;
-
-/** It ran its course: the environment said done, or the action budget ran out. */
-export const CompletedReasonSchema = z.enum(["done", "max_turns"]);
-/** It no longer fits: the host said so (`context_length`), or edgeroll's budget did. */
-export const TruncatedReasonSchema = z.enum(["context_length", "context_budget"]);
-/** Something failed, attributed to the one boundary that did. */
-export const FailureReasonSchema = z.enum([
-  // the inference host
-  "generation_timeout",
-  "inference_rejected",
-  "inference_unavailable",
-  "inference_malformed",
-  "redispatch_limit",
-  "tokens_unavailable",
-  // the teacher host (on-policy distillation)
-  "teacher_failed",
-  // the environment
-  "env_error",
-  "env_unavailable",
-  "step_timeout",
-  "step_unavailable",
-  "score_error",
-  // the trainer: its policy moved more than the run's max_lag past the group's (async RL)
-  "stale_policy",
-  // edgeroll itself
-  "internal_error",
-]);
-export type CompletedReason = z.infer<typeof CompletedReasonSchema>;
-export type TruncatedReason = z.infer<typeof TruncatedReasonSchema>;
-export type FailureReason = z.infer<typeof FailureReasonSchema>;
-
-export const EndReasonSchema = z.enum([
-  ...CompletedReasonSchema.options,
-  ...TruncatedReasonSchema.options,
-  ...FailureReasonSchema.options,
-]);
-export type EndReason = z.infer<typeof EndReasonSchema>;
-
-/** Every end reason by name: `END.generation_timeout`. */
-export const END = EndReasonSchema.enum;
+export {
+  type CompletedReason,
+  CompletedReasonSchema,
+  END,
+  type EndReason,
+  EndReasonSchema,
+  type EndState,
+  EndStateSchema,
+  type EpisodeState,
+  EpisodeStateSchema,
+  type FailureReason,
+  FailureReasonSchema,
+  TERMINAL_STATES,
+  type TruncatedReason,
+  TruncatedReasonSchema,
+} from "../domain/episode-outcomes";
 
 /** An episode's end, as the store records it: a failure always says what happened. */
 export type EpisodeEnd =

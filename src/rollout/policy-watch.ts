@@ -4,14 +4,8 @@
  * version each turn goes out at. What it knows is kept in the object's storage (storage/policy.ts),
  * so a restart keeps all of it; the gate and the signals are this instance's.
  */
-import { beyondMaxLag, type KnownPolicy } from "../db/run-policies";
+import type { KnownPolicy } from "../policy/known-policy";
 import type { PolicyTable } from "./storage/policy";
-
-/** Why a group whose oldest generation went out at `lowest` is too stale to go on, or null. */
-export function staleness(policy: KnownPolicy, lowest: number): string | null {
-  if (!beyondMaxLag(policy, lowest)) return null;
-  return `the run's policy moved to version ${policy.version}; this group's lowest version is ${lowest}, more than max_lag ${policy.maxLag} behind`;
-}
 
 /** The lowest and highest version some turns were sent at; nulls when there are none. */
 export interface PolicySpan {

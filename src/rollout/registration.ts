@@ -5,10 +5,11 @@
 import { eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { groups } from "../db/schema";
+import type { GroupStatus } from "../domain/group-status";
 import type { GroupSpec } from "./group-spec";
 
 /** The group's D1 row as it starts; landing upserts the same row with its outcome. */
-export function groupRow(spec: GroupSpec, status: string): typeof groups.$inferInsert {
+export function groupRow(spec: GroupSpec, status: GroupStatus): typeof groups.$inferInsert {
   const { request } = spec;
   return {
     id: spec.groupId,

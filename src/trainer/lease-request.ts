@@ -1,5 +1,6 @@
 /** What a trainer asks for when it leases a batch. */
 import { z } from "zod";
+import { oldestWithinLag } from "../policy/lag";
 import { TOKEN_ENCODINGS } from "../tokens/sample-encoding";
 
 export const INCLUDE = ["messages", "per_turn", "sft", "tokens"] as const;
@@ -35,11 +36,14 @@ export const LeaseRequestSchema = z
   });
 export type LeaseRequest = z.infer<typeof LeaseRequestSchema>;
 
-/** The oldest policy version a request accepts. */
+/** The oldest policy version a request accepts: the lag rule, with the trainer's own lag. */
 export function minPolicyVersion(request: LeaseRequest): number {
   const lagged =
-    request.max_policy_lag !== undefined && request.current_policy_version !== undefined
-      ? request.current_policy_version - request.max_policy_lag
-      : 0;
-  return Math.max(request.min_policy_version ?? 0, lagged, 0);
+    request.current_policy_version === undefined
+      ? null
+      : oldestWithinLag({
+          version: request.current_policy_version,
+          maxLag: request.max_policy_lag ?? null,
+        });
+  return Math.max(request.min_policy_version ?? 0, lagged ?? 0, 0);
 }

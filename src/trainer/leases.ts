@@ -5,6 +5,7 @@
  * ack is parked as poison.
  */
 
+import type { BatchState } from "../domain/delivery";
 import { timeOrderedId } from "../utils/ids";
 import { type LeaseRequest, minPolicyVersion } from "./lease-request";
 
@@ -85,22 +86,25 @@ export async function claimGroups(
   return { batchId, leaseExpiresAt, groupIds };
 }
 
+/** The state a trainer settles its batch in. */
+export type SettledState = Exclude<BatchState, "leased">;
+
 export type Settlement =
   | { outcome: "settled"; groups: number; lost: number }
-  | { outcome: "already"; state: string }
+  | { outcome: "already"; state: BatchState }
   | { outcome: "not_found" }
   | { outcome: "not_yours" };
 
 async function settle(
   db: D1Database,
   batchId: string,
-  to: "acked" | "released",
+  to: SettledState,
   principal: string,
 ): Promise<Settlement> {
   const batch = await db
     .prepare("SELECT state, group_count, owner FROM batches WHERE id = ?1")
     .bind(batchId)
-    .first<{ state: string; group_count: number; owner: string }>();
+    .first<{ state: BatchState; group_count: number; owner: string }>();
   if (batch === null) return { outcome: "not_found" };
   // A batch id is not a capability: only the trainer that leased it may settle it.
   if (batch.owner !== principal) return { outcome: "not_yours" };
@@ -126,7 +130,7 @@ async function settle(
     const current = await db
       .prepare("SELECT state FROM batches WHERE id = ?1")
       .bind(batchId)
-      .first<{ state: string }>();
+      .first<{ state: BatchState }>();
     return { outcome: "already", state: current?.state ?? batch.state };
   }
   const settled = changedGroups?.meta.changes ?? 0;

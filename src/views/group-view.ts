@@ -1,10 +1,13 @@
 /**
- * A group as the API answers with it and the dashboard shows it (snake_case), built from its D1
- * rows once it landed or from its live object while it runs — and the one lookup that finds it.
+ * A group as the API answers with it and the dashboard shows it (snake_case), built by one
+ * function from the same facts, read from its D1 rows once it landed or from its live object
+ * while it runs — and the one lookup that finds it.
  */
 import { type EpisodeRecord, findGroup, type GroupRecord, groupEpisodes } from "../db/queries";
+import type { EpisodeState, FailureReason } from "../domain/episode-outcomes";
+import type { GroupStatus } from "../domain/group-status";
 import { rolloutGroup } from "../rollout/bindings";
-import type { LiveEpisode, LiveGroupStatus } from "../rollout/group-api";
+import type { LiveGroupStatus } from "../rollout/group-api";
 import { isGroupId } from "../rollout/group-ids";
 
 /** What a landed episode's D1 row and a live episode have in common. */
@@ -12,9 +15,9 @@ type EpisodeSummary = Pick<
   EpisodeRecord,
   "id" | "idx" | "turns" | "failureDetail" | "redispatches" | "score" | "advantage"
 > & {
-  status: string;
+  status: EpisodeState;
   endReason: string | null;
-  failureReason: string | null;
+  failureReason: FailureReason | null;
   retryAt?: number | null;
 };
 
@@ -37,81 +40,133 @@ function episodeStatusView(e: EpisodeSummary) {
 
 export type EpisodeStatusView = ReturnType<typeof episodeStatusView>;
 
-function failures(episodes: readonly EpisodeStatusView[]) {
-  return episodes
-    .filter((e) => e.failure_reason !== null)
-    .map((e) => ({ episode_id: e.episode_id, reason: e.failure_reason, detail: e.failure_detail }));
+/**
+ * What a group's view is built from, landed or live: its request as its D1 row names it (a
+ * live group's spec says the same), where it is now, and what only landing knows.
+ */
+interface GroupFacts {
+  request: Pick<
+    GroupRecord,
+    | "id"
+    | "env"
+    | "runId"
+    | "exampleId"
+    | "groupSize"
+    | "policyVersion"
+    | "creditAssignment"
+    | "advantage"
+    | "generation"
+    | "algorithm"
+    | "teacherModel"
+    | "createdAt"
+  >;
+  status: GroupStatus;
+  /** The versions its turns were sampled at (nulls before the first). */
+  span: { min: number | null; max: number | null };
+  /** Its run is paused for a weight sync, its generations waiting (live groups only). */
+  paused: boolean;
+  warnings: string[];
+  /** The last fault its object retried past (live groups only). */
+  lastError: string | null;
+  /** Null while the group is live. */
+  landed: Pick<
+    GroupRecord,
+    | "creditApplied"
+    | "scoreMean"
+    | "scoreStd"
+    | "uniform"
+    | "tokenObjectBytes"
+    | "failureReason"
+    | "finishedAt"
+  > | null;
+  episodes: readonly EpisodeSummary[];
 }
 
-export function landedGroupView(group: GroupRecord, episodes: readonly EpisodeRecord[]) {
-  const statuses = episodes.map(episodeStatusView);
+function groupView(g: GroupFacts) {
+  const { request, landed } = g;
+  const episodes = g.episodes.map(episodeStatusView);
   return {
-    group_id: group.id,
-    status: group.status,
-    env: group.env,
-    run_id: group.runId,
-    example_id: group.exampleId,
-    group_size: group.groupSize,
-    policy_version: group.policyVersion,
-    policy_version_min: group.policyVersionMin,
-    policy_version_max: group.policyVersionMax,
-    /** Its run is paused for a weight sync, its generations waiting (live groups only). */
-    paused: false,
-    credit_assignment: group.creditAssignment,
-    credit_applied: group.creditApplied,
-    advantage: group.advantage,
-    generation: group.generation,
-    algorithm: group.algorithm,
-    teacher_model: group.teacherModel,
-    score_mean: group.scoreMean,
-    score_std: group.scoreStd,
-    uniform: group.uniform,
-    /** The size of the group's token object in the TOKENS bucket; null without tokens. */
-    token_object_bytes: group.tokenObjectBytes,
-    warnings: group.warnings,
-    failure_reason: group.failureReason,
-    created_at: group.createdAt,
-    finished_at: group.finishedAt,
-    episodes: statuses,
-    failures: failures(statuses),
-  };
-}
-
-export function liveGroupView(live: LiveGroupStatus) {
-  const { request } = live.spec;
-  const statuses = live.episodes.map((e: LiveEpisode) => episodeStatusView(e));
-  return {
-    group_id: live.spec.groupId,
-    status: live.status,
+    group_id: request.id,
+    status: g.status,
     env: request.env,
-    run_id: request.run_id,
-    example_id: request.example.id,
-    group_size: request.group_size,
-    policy_version: request.policy_version,
-    policy_version_min: live.policySpan.min,
-    policy_version_max: live.policySpan.max,
-    paused: live.paused,
-    credit_assignment: request.credit_assignment,
-    credit_applied: null,
+    run_id: request.runId,
+    example_id: request.exampleId,
+    group_size: request.groupSize,
+    policy_version: request.policyVersion,
+    policy_version_min: g.span.min,
+    policy_version_max: g.span.max,
+    paused: g.paused,
+    credit_assignment: request.creditAssignment,
+    credit_applied: landed?.creditApplied ?? null,
     advantage: request.advantage,
     generation: request.generation,
     algorithm: request.algorithm,
-    teacher_model: request.teacher?.model ?? null,
-    score_mean: null,
-    score_std: null,
-    uniform: null,
-    token_object_bytes: null,
-    warnings: live.warnings,
-    failure_reason: null,
-    last_error: live.lastError,
-    created_at: live.spec.createdAt,
-    finished_at: null,
-    episodes: statuses,
-    failures: failures(statuses),
+    teacher_model: request.teacherModel,
+    score_mean: landed?.scoreMean ?? null,
+    score_std: landed?.scoreStd ?? null,
+    uniform: landed?.uniform ?? null,
+    /** The size of the group's token object in the TOKENS bucket; null without tokens. */
+    token_object_bytes: landed?.tokenObjectBytes ?? null,
+    warnings: g.warnings,
+    failure_reason: landed?.failureReason ?? null,
+    last_error: g.lastError,
+    created_at: request.createdAt,
+    finished_at: landed?.finishedAt ?? null,
+    episodes,
+    failures: episodes
+      .filter((e) => e.failure_reason !== null)
+      .map((e) => ({
+        episode_id: e.episode_id,
+        reason: e.failure_reason,
+        detail: e.failure_detail,
+      })),
   };
 }
 
-export type GroupView = ReturnType<typeof landedGroupView> | ReturnType<typeof liveGroupView>;
+export type GroupView = ReturnType<typeof groupView>;
+
+/** A landed (or failed) group, from its D1 rows. */
+function landedGroupView(group: GroupRecord, episodes: readonly EpisodeRecord[]) {
+  return groupView({
+    request: group,
+    status: group.status,
+    span: { min: group.policyVersionMin, max: group.policyVersionMax },
+    paused: false,
+    warnings: group.warnings,
+    lastError: null,
+    landed: group,
+    episodes,
+  });
+}
+
+/** A group still in its object, from its spec and live state. */
+function liveGroupView(live: LiveGroupStatus) {
+  const { spec } = live;
+  const { request } = spec;
+  return groupView({
+    request: {
+      id: spec.groupId,
+      env: request.env,
+      runId: request.run_id,
+      exampleId: request.example.id,
+      groupSize: request.group_size,
+      policyVersion: request.policy_version,
+      creditAssignment: request.credit_assignment,
+      advantage: request.advantage,
+      generation: request.generation,
+      algorithm: request.algorithm,
+      teacherModel: request.teacher?.model ?? null,
+      createdAt: spec.createdAt,
+    },
+    status: live.status,
+    span: live.policySpan,
+    paused: live.paused,
+    warnings: live.warnings,
+    lastError: live.lastError,
+    landed: null,
+    episodes: live.episodes,
+  });
+}
 
 /**
  * The group, landed or live; null when there is none. A string that cannot be a group id is

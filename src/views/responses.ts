@@ -2,9 +2,22 @@
  * The smaller answers of the API, each built here once; the client takes its types from these
  * functions instead of restating them.
  */
-import type { runPacing, runProgress } from "../db/queries";
-import { beyondMaxLag, type RunPolicy } from "../db/run-policies";
-import type { episodeForTrainer, groupForTrainer } from "../trainer/batch-format";
+import type { EpisodeRecord, PacingRow, runProgress } from "../db/queries";
+import type { RunPolicy } from "../db/run-policies";
+import type { GroupStatus } from "../domain/group-status";
+import { pacing } from "../policy/pacing";
+import { episodeForTrainer, type groupForTrainer } from "../trainer/batch-format";
+import { policyView } from "./policy-view";
+
+/** `GET /healthz`: the Worker answers. */
+export function healthView() {
+  return { ok: true };
+}
+
+/** `GET /v1/environments`: every environment a group may name, and which of them are remote. */
+export function environmentsView(names: string[], remote: string[]) {
+  return { environments: names, remote };
+}
 
 /** `POST /v1/groups`: the group, where to follow it, and whether this call created it. */
 export function startedGroupView(groupId: string, created: boolean) {
@@ -15,17 +28,10 @@ export function startedGroupView(groupId: string, created: boolean) {
 export function runProgressView(
   runId: string,
   rows: Awaited<ReturnType<typeof runProgress>>,
-  pacing: Awaited<ReturnType<typeof runPacing>>,
+  pacingRows: readonly PacingRow[],
   policy: RunPolicy | null,
 ) {
-  // Groups more than max_lag behind will not be leased by a trainer that keeps to it: they are
-  // listed by version, but not counted as feeding the trainer.
-  const inFlight = pacing.reduce((n, r) => n + r.in_flight, 0);
-  const unleased = pacing.reduce(
-    (n, r) => n + (policy !== null && beyondMaxLag(policy, r.version) ? 0 : r.unleased),
-    0,
-  );
-  const count = (status: string) =>
+  const count = (status: GroupStatus) =>
     rows.find((r) => r.status === status) ?? { groups: 0, episodes: 0 };
   return {
     run_id: runId,
@@ -40,17 +46,7 @@ export function runProgressView(
       total: rows.reduce((n, r) => n + Number(r.episodes), 0),
       landed: Number(count("landed").episodes) + Number(count("failed").episodes),
     },
-    // `edgeroll run --max-ahead N` keeps `ahead` at most N.
-    pacing: {
-      in_flight: inFlight,
-      unleased,
-      ahead: inFlight + unleased,
-      by_version: pacing.map((r) => ({
-        policy_version: r.version,
-        in_flight: r.in_flight,
-        unleased: r.unleased,
-      })),
-    },
+    pacing: pacing(pacingRows, policy),
   };
 }
 
@@ -97,34 +93,32 @@ export function releaseView(
       };
 }
 
+/** What the trainer's format takes besides the episode: its transcript, what to include, tokens. */
+type TrainerFormat =
+  Parameters<typeof episodeForTrainer> extends [EpisodeRecord, ...infer Rest] ? Rest : never;
+
+/** One item of `GET /v1/episodes`: an episode in the trainer's format, and where it came from. */
+export function episodeListItemView(episode: EpisodeRecord, ...format: TrainerFormat) {
+  return {
+    group_id: episode.groupId,
+    run_id: episode.runId,
+    env: episode.env,
+    example_id: episode.exampleId,
+    ...episodeForTrainer(episode, ...format),
+  };
+}
+
+export type EpisodeListItem = ReturnType<typeof episodeListItemView>;
+
 /** `GET /v1/episodes`: a page of landed episodes in the trainer's format, and the next cursor. */
-export function episodePageView(
-  episodes: (TrainerEpisode & {
-    group_id: string;
-    run_id: string;
-    env: string;
-    example_id: string;
-  })[],
-  nextCursor: string | null,
-) {
+export function episodePageView(episodes: EpisodeListItem[], nextCursor: string | null) {
   return { episodes, next_cursor: nextCursor };
 }
 
+export type Health = ReturnType<typeof healthView>;
+export type EnvironmentList = ReturnType<typeof environmentsView>;
 export type StartedGroup = ReturnType<typeof startedGroupView>;
 export type RunProgress = ReturnType<typeof runProgressView>;
-export type PolicyView = ReturnType<typeof policyView>;
-
-/** A run's policy as its trainer set it (GET and POST /v1/runs/:id/policy). */
-export function policyView(policy: RunPolicy) {
-  return {
-    run_id: policy.runId,
-    version: policy.version,
-    max_lag: policy.maxLag,
-    paused: policy.paused,
-    revision: policy.revision,
-    updated_at: policy.updatedAt,
-  };
-}
 export type Batch = ReturnType<typeof batchView>;
 export type AckResult = ReturnType<typeof ackView>;
 export type ReleaseResult = ReturnType<typeof releaseView>;

@@ -3,8 +3,8 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { EndReasonSchema } from "../../src/domain/episode-outcomes";
 import { environmentNames } from "../../src/environments/registry";
-import { EndReasonSchema } from "../../src/rollout/outcomes";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const SCANNED = ["src", "test", "fixtures", "reliability", "bench"];
@@ -22,7 +22,10 @@ const text = new Map(files.map((f) => [f, readFileSync(join(ROOT, f), "utf8")]))
 
 /** Where an end reason's string appears meaning something else, and what it means there. */
 const OTHER_MEANINGS: Record<string, Record<string, string>> = {
-  internal_error: { "src/api/errors.ts": "the API's error code for a 500" },
+  internal_error: {
+    "src/views/error-body.ts": "the API's error code for a 500",
+    "src/api/errors.ts": "the API's error code for a 500, rendered",
+  },
   done: { "src/cli/env-templates-python.ts": "the remote protocol's step field, in Python" },
   env_error: {
     "src/cli/env-serve.ts": "the remote protocol's error code for an environment that threw",
@@ -31,12 +34,12 @@ const OTHER_MEANINGS: Record<string, Record<string, string>> = {
 };
 
 describe("the house rules", () => {
-  it("names every end reason in rollout/outcomes.ts alone; everything else uses END", () => {
+  it("names every end reason in domain/episode-outcomes.ts alone; everything else uses END", () => {
     const strays: string[] = [];
     for (const reason of EndReasonSchema.options) {
       const literal = new RegExp(`["']${reason}["']`);
       for (const [file, source] of text) {
-        if (file === "src/rollout/outcomes.ts" || OTHER_MEANINGS[reason]?.[file]) continue;
+        if (file === "src/domain/episode-outcomes.ts" || OTHER_MEANINGS[reason]?.[file]) continue;
         if (literal.test(source)) strays.push(`${file}: "${reason}"`);
       }
     }

@@ -3,7 +3,7 @@
  * API, re-read on the heartbeat), why the group was cancelled as stale if it was, and the
  * version each turn's generation was sent at.
  */
-import type { KnownPolicy } from "../../db/run-policies";
+import type { KnownPolicy } from "../../policy/known-policy";
 import { numOrNull, textOrNull } from "./columns";
 import type { GroupDatabase } from "./database";
 

@@ -1,0 +1,25 @@
+/**
+ * The choices a group's request makes, as enums: the request validates them (rollout/group-spec.ts),
+ * D1's columns are typed by them (db/schema.ts), and the views answer with them.
+ */
+import { z } from "zod";
+
+/** Whether every turn of an episode shares its advantage, or each turn has its own. */
+export const CreditAssignmentSchema = z.enum(["per_episode", "per_turn"]);
+export type CreditAssignment = z.infer<typeof CreditAssignmentSchema>;
+
+/** Group-relative advantage: the score minus the group's mean, or divided by its std too. */
+export const AdvantageSchema = z.enum(["mean", "mean_std"]);
+export type Advantage = z.infer<typeof AdvantageSchema>;
+
+/** Whether to ask the host for token ids and logprobs, and whether an episode needs them. */
+export const TokensSchema = z.enum(["auto", "required", "off"]);
+export type Tokens = z.infer<typeof TokensSchema>;
+
+/** How a prompt reaches the host: as chat messages it renders, or as token ids. */
+export const GenerationSchema = z.enum(["chat", "tokens"]);
+export type Generation = z.infer<typeof GenerationSchema>;
+
+/** `grpo`, or `opd`: on-policy distillation from a teacher. */
+export const AlgorithmSchema = z.enum(["grpo", "opd"]);
+export type Algorithm = z.infer<typeof AlgorithmSchema>;
