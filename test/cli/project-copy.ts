@@ -19,6 +19,7 @@ const COPIED = [
   "test/raw-imports.d.ts",
   "test/setup/runtime-log-filter.ts",
   "test/setup/remote-env-host.ts",
+  "test/setup/remote-env-token.ts",
   "test/setup/remote-env-server.ts",
   "test/setup/python-env-server.ts",
   "package.json",
