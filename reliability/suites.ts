@@ -404,6 +404,24 @@ export async function badInput(stack: LocalStack, repeats: number): Promise<Row[
       422,
     ],
     [
+      "tool-agent example without its customer and orders",
+      () =>
+        send(
+          "/v1/groups",
+          json({
+            ...valid,
+            env: "tool-agent",
+            example: { id: "t-1", input: "Please refund my last order.", metadata: {} },
+          }),
+        ),
+      422,
+    ],
+    [
+      "exact-answer example without the output it scores against",
+      () => send("/v1/groups", json({ ...valid, example: { id: "x", input: "What is 1 + 1?" } })),
+      422,
+    ],
+    [
       "group id that does not exist",
       () => send(`/v1/groups/g_${"0".repeat(24)}`, null, stack.tokens.admin, "GET"),
       404,
