@@ -9,6 +9,7 @@ import { renderReport } from "./report";
 import {
   badInput,
   envFaults,
+  HOST_MAX_RETRIES,
   hostFaults,
   type Row,
   remoteEnvFaults,
@@ -31,6 +32,8 @@ const rows = await withStack(
       STEP_TIMEOUT_S: "2",
       HEARTBEAT_S: "2",
       MAX_INFLIGHT_GENERATIONS: "512",
+      // What the host suite's expected attempts assume (a generation's retries).
+      INFERENCE_MAX_RETRIES: String(HOST_MAX_RETRIES),
       REMOTE_ENVS: JSON.stringify({ "guess-number-remote": remote.url }),
     },
     secrets: { REMOTE_ENV_TOKEN: REMOTE_TOKEN },
@@ -57,7 +60,7 @@ const rows = await withStack(
     };
     await run("host", () => hostFaults(stack, client, short ? 2 : 6));
     await run("env", () => envFaults(client, short ? 2 : 4));
-    await run("remote", () => remoteEnvFaults(client, short ? 2 : 4));
+    await run("remote", () => remoteEnvFaults(client, short ? 2 : 4, remote.stats));
     await run("trainer", () => trainerFaults(stack, client, short ? 12 : 24));
     await run("input", () => badInput(stack, short ? 3 : 10));
     return all;

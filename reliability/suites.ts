@@ -6,7 +6,12 @@ import pMap from "p-map";
 import { strikes } from "../fixtures/environments/chaos";
 import type { LocalStack } from "../src/cli/local-stack";
 import { runSql } from "../src/cli/sql";
-import { EdgerollClient, EdgerollError, type GroupView } from "../src/client/edgeroll-client";
+import {
+  EdgerollClient,
+  EdgerollError,
+  type EpisodeView,
+  type GroupView,
+} from "../src/client/edgeroll-client";
 import { END } from "../src/rollout/outcomes";
 import { countBy, type Episode, episodesOf, guessRequest, integrity, landGroups } from "./harness";
 
@@ -35,96 +40,160 @@ interface HostCase {
   expected: string;
   /** What every episode must have ended as. */
   accept: (e: Episode) => boolean;
+  /**
+   * The HTTP attempts each sampled turn took, by its index (the `attempts` of its message): what
+   * "no retry", "one retry" and "retried" promise. Null where the faults are random.
+   */
+  attempts: ((turn: number) => number) | null;
+  /** The attempts of the generation that failed an episode, for the cases that fail them. */
+  failing?: number;
 }
 
+/** INFERENCE_MAX_RETRIES in the suites' stack: a generation makes at most one more attempt. */
+export const HOST_MAX_RETRIES = 4;
+
 const completed = (e: Episode) => e.status === "completed";
+const each = (n: number) => () => n;
 
 const HOST_CASES: HostCase[] = [
   {
     fault: "HTTP 500 burst (2 per request)",
     directive: "fail:500:2",
-    expected: "retried; all complete",
+    expected: "retried: 3 attempts a turn; all complete",
     accept: completed,
+    attempts: each(3),
   },
   {
     fault: "HTTP 503 burst (3 per request)",
     directive: "fail:503:3",
-    expected: "retried; all complete",
+    expected: "retried: 4 attempts a turn; all complete",
     accept: completed,
+    attempts: each(4),
   },
   {
     fault: "HTTP 429 burst, Retry-After 0.2 s",
     directive: "fail:429:2+retryafter:0.2",
-    expected: "retried after the wait; all complete",
+    expected: "retried after the wait: 3 attempts a turn; all complete",
     accept: completed,
+    attempts: each(3),
   },
   {
     fault: "HTTP 429, Retry-After 1.5 s (parked in storage)",
     directive: "fail:429:1@1+retryafter:1.5",
-    expected: "parked, retried; all complete",
+    expected: "parked, retried: 2 attempts at turn 1, 1 at the others; all complete",
     accept: completed,
+    attempts: (turn) => (turn === 1 ? 2 : 1),
   },
   {
     fault: "connection reset (2 per request)",
     directive: "reset:2",
-    expected: "retried; all complete",
+    expected: "retried: 3 attempts a turn; all complete",
     accept: completed,
+    attempts: each(3),
   },
   {
     fault: "malformed JSON (2 per request)",
     directive: "malformed:2",
-    expected: "retried; all complete",
+    expected: "retried: 3 attempts a turn; all complete",
     accept: completed,
+    attempts: each(3),
   },
   {
     fault: "stream cut mid-way (2 per request)",
     directive: "cut:2",
-    expected: "retried; all complete",
+    expected: "retried: 3 attempts a turn; all complete",
     accept: completed,
+    attempts: each(3),
   },
   {
     fault: "random faults on 30% of tries",
     directive: "chaos:0.3",
     expected: "retried; complete, or a recorded inference failure",
     accept: (e) => completed(e) || /^inference_/.test(e.failure_reason ?? ""),
+    attempts: null,
   },
   {
     fault: "hang past the deadline, once",
     directive: "hang:1",
-    expected: "one timeout retry; all complete",
+    expected: "one timeout retry: 2 attempts a turn; all complete",
     accept: completed,
+    attempts: each(2),
   },
   {
     fault: "slow trickle inside the deadline",
     directive: "trickle:100",
-    expected: "slow; all complete",
+    expected: "slow, no retry: 1 attempt a turn; all complete",
     accept: completed,
+    attempts: each(1),
   },
   {
     fault: "hang past the deadline, always",
     directive: "hang",
-    expected: "one retry, then failed: generation_timeout",
+    expected: "one retry (2 attempts), then failed: generation_timeout",
     accept: (e) => e.failure_reason === END.generation_timeout,
+    attempts: each(1),
+    failing: 2,
   },
   {
     fault: "slow trickle past the deadline",
     directive: "trickle:1000",
-    expected: "one retry, then failed: generation_timeout",
+    expected: "one retry (2 attempts), then failed: generation_timeout",
     accept: (e) => e.failure_reason === END.generation_timeout,
+    attempts: each(1),
+    failing: 2,
   },
   {
     fault: "malformed JSON, always",
     directive: "malformed",
-    expected: "bounded retries, then failed: inference_malformed",
+    expected: `bounded retries (${HOST_MAX_RETRIES + 1} attempts), then failed: inference_malformed`,
     accept: (e) => e.failure_reason === END.inference_malformed,
+    attempts: each(1),
+    failing: HOST_MAX_RETRIES + 1,
   },
   {
     fault: "HTTP 400 (request rejected)",
     directive: "fail:400",
-    expected: "no retry; failed: inference_rejected",
+    expected: "no retry (1 attempt); failed: inference_rejected",
     accept: (e) => e.failure_reason === END.inference_rejected,
+    attempts: each(1),
+    failing: 1,
   },
 ];
+
+/**
+ * Whether the retries went as promised: each sampled turn's recorded attempts, no re-dispatch
+ * (a send no attempt counts), and every request the host saw accounted for by the sampled turns'
+ * attempts and the failed generations'. Returns what differed, one line each.
+ */
+function attemptProblems(
+  c: HostCase,
+  episodes: readonly EpisodeView[],
+  requests: number,
+): string[] {
+  const problems: string[] = [];
+  const redispatched = episodes.filter((e) => e.redispatches > 0).length;
+  if (redispatched > 0) problems.push(`${redispatched} episodes re-dispatched`);
+  const turns = episodes.flatMap((e) => e.messages.filter((m) => m.sampled));
+  if (c.attempts === null) {
+    // Random faults: which tries fail is not known, only that some turns needed another.
+    if (!turns.some((m) => (m.attempts ?? 1) > 1)) problems.push("no turn was retried");
+    return problems;
+  }
+  const expect = c.attempts;
+  const off = turns.filter((m) => m.attempts !== expect(m.turn ?? 0));
+  if (off.length > 0) {
+    const seen = countBy(off, (m) => `turn ${m.turn}: ${m.attempts}`);
+    const list = Object.entries(seen).map(([k, n]) => `${n}x ${k}`);
+    problems.push(`${off.length} turns took other attempts (${list.join(", ")})`);
+  }
+  // Failures a case does not expect are the acceptance check's to report; their tries unknown.
+  const failed = episodes.filter((e) => e.status === "failed").length;
+  if (failed > 0 && c.failing === undefined) return problems;
+  const accounted = turns.reduce((n, m) => n + (m.attempts ?? 0), 0) + failed * (c.failing ?? 0);
+  if (requests !== accounted)
+    problems.push(`the host saw ${requests} requests, the episodes account for ${accounted}`);
+  return problems;
+}
 
 export async function hostFaults(
   stack: LocalStack,
@@ -144,10 +213,15 @@ export async function hostFaults(
       const check = integrity(landed, episodes);
       const requests = stack.simulator?.stats().byModel[model]?.requests ?? 0;
       const turns = episodes.reduce((n, e) => n + e.turns, 0);
+      // Each episode whole, with its messages' attempts (the list leaves them out).
+      const views = await pMap(episodes, (e) => client.getEpisode(e.episode_id), {
+        concurrency: 8,
+      });
+      const retries = attemptProblems(c, views, requests);
       return {
         fault: `inference host: ${c.fault}`,
         tried: `${groups} groups, ${check.expected} episodes, ${requests} host requests for ${turns} sampled turns`,
-        outcome: outcomeOf(landed, episodes),
+        outcome: [outcomeOf(landed, episodes), ...retries].join("; "),
         expected: c.expected,
         lost: check.lost,
         duplicated: check.duplicated,
@@ -155,7 +229,8 @@ export async function hostFaults(
           check.lost === 0 &&
           check.duplicated === 0 &&
           check.brokenTranscripts === 0 &&
-          episodes.every(c.accept),
+          episodes.every(c.accept) &&
+          retries.length === 0,
       };
     },
     // A few at a time: these rows are about faults, not load.
@@ -508,47 +583,99 @@ export async function badInput(stack: LocalStack, repeats: number): Promise<Row[
   return rows;
 }
 
-/** Faults of an environment served over HTTP (REMOTE_ENVS), one per example by the fixture. */
-const REMOTE_CASES: { fault: string; label: string; env: string; reason: string | null }[] = [
+/**
+ * Faults of an environment served over HTTP (REMOTE_ENVS), one per example by the fixture.
+ * `retries`: how many times each call of a struck episode is sent again (an answer, even an
+ * error, is not retried; a 503 is), or null where timing decides; a healthy episode's calls go
+ * once.
+ */
+const REMOTE_CASES: {
+  fault: string;
+  label: string;
+  env: string;
+  reason: string | null;
+  retries: number | null;
+}[] = [
   {
     fault: "garbage",
     label: "answers a step with text that is not JSON",
     env: "guess-number-remote",
     reason: END.env_error,
+    retries: 0,
   },
   {
     fault: "wrong_shape",
     label: "answers a step with JSON outside the protocol",
     env: "guess-number-remote",
     reason: END.env_error,
+    retries: 0,
   },
   {
     fault: "error",
     label: "answers a step with a 500 env_error",
     env: "guess-number-remote",
     reason: END.env_error,
+    retries: 0,
   },
   {
     fault: "slow",
     label: "answers a step after STEP_TIMEOUT_S",
     env: "guess-number-remote",
     reason: END.step_timeout,
+    retries: 0,
   },
   {
     fault: "down_after_start",
     label: "opens episodes, then drops every connection",
     env: "guess-number-remote",
     reason: END.env_unavailable,
+    retries: null,
   },
   {
     fault: "busy_once",
     label: "answers each call's first attempt 503 Retry-After: 0",
     env: "guess-number-remote",
     reason: null,
+    retries: 1,
   },
 ];
 
-export async function remoteEnvFaults(client: EdgerollClient, groups: number): Promise<Row[]> {
+/** The remote fixture's counters: calls received by `path key` (test/setup/remote-env-server.ts). */
+export interface RemoteCalls {
+  byKey: Record<string, number>;
+}
+
+/**
+ * Calls of these episodes (`/start` and `/step`, keyed `<episode_id>:...`) sent other than the
+ * expected number of times: `1 + retries` for a struck one, once for a healthy one.
+ */
+function remoteRetryProblems(
+  episodes: readonly Episode[],
+  calls: RemoteCalls,
+  struck: (e: Episode) => boolean,
+  retries: number | null,
+): string[] {
+  const off: string[] = [];
+  for (const e of episodes) {
+    if (struck(e) && retries === null) continue;
+    const expected = struck(e) ? 1 + (retries ?? 0) : 1;
+    const mine = Object.entries(calls.byKey).filter(
+      ([key]) => /^\/(start|step) /.test(key) && key.split(" ")[1]?.startsWith(`${e.episode_id}:`),
+    );
+    if (mine.length === 0) off.push(`${e.episode_id}: no keyed calls`);
+    for (const [key, n] of mine)
+      if (n !== expected) off.push(`${key} sent ${n}x, not ${expected}x`);
+  }
+  return off.length === 0
+    ? []
+    : [`${off.length} calls sent otherwise (${off.slice(0, 3).join("; ")})`];
+}
+
+export async function remoteEnvFaults(
+  client: EdgerollClient,
+  groups: number,
+  calls: RemoteCalls,
+): Promise<Row[]> {
   return pMap(
     REMOTE_CASES,
     async (c) => {
@@ -575,17 +702,27 @@ export async function remoteEnvFaults(client: EdgerollClient, groups: number): P
       const wrong = episodes.filter((e) =>
         struck(e) && c.reason !== null ? e.failure_reason !== c.reason : e.status === "failed",
       );
+      const resent = remoteRetryProblems(episodes, calls, struck, c.retries);
+      const struckCalls =
+        c.retries === null
+          ? ""
+          : c.retries === 0
+            ? ", not retried"
+            : `, each call sent ${1 + c.retries}x`;
       return {
         fault: `remote environment: ${c.label}`,
         tried: `${groups * 2} groups, ${check.expected} episodes, ${episodes.filter(struck).length} of them struck`,
-        outcome: `${outcomeOf(landed, episodes)}; ${wrong.length} episodes ended otherwise than expected`,
+        outcome: [
+          `${outcomeOf(landed, episodes)}; ${wrong.length} episodes ended otherwise than expected`,
+          ...resent,
+        ].join("; "),
         expected:
           c.reason === null
-            ? "retried with the same Idempotency-Key: every episode completes"
-            : `only the struck episodes fail (${c.reason}); the healthy groups land`,
+            ? `retried with the same Idempotency-Key${struckCalls}: every episode completes`
+            : `only the struck episodes fail (${c.reason}${struckCalls}); the healthy groups land, each call sent once`,
         lost: check.lost,
         duplicated: check.duplicated,
-        ok: check.lost === 0 && check.duplicated === 0 && wrong.length === 0,
+        ok: check.lost === 0 && check.duplicated === 0 && wrong.length === 0 && resent.length === 0,
       };
     },
     { concurrency: REMOTE_CASES.length },
