@@ -56,6 +56,11 @@ const WORKERD_TESTS = [
     "generations marked sent by a dead instance are re-dispatched, counted in `redispatches`, and the group lands",
   ],
   [
+    "generation lost to more restarts than MAX_REDISPATCHES",
+    "test/worker/restarts.test.ts",
+    'one episode\'s generation lost with its instance at 4 turns running (MAX_REDISPATCHES 3): it ends failed `redispatch_limit`, "generation lost to 4 restarts", after 3 re-dispatches; the other episodes complete and the group lands once',
+  ],
+  [
     "duplicate alarm delivery",
     "test/worker/restarts.test.ts",
     "10 extra alarm() calls while running and after landing: no second driver, one landing",
