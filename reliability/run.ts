@@ -5,16 +5,10 @@
 import { EdgerollClient } from "../src/client/edgeroll-client";
 import { startRemoteEnvFixture } from "../test/setup/remote-env-server";
 import { flag, option, withStack, writeResult } from "./harness";
+import { HOST_MAX_RETRIES, hostFaults } from "./host-faults";
+import { remoteEnvFaults } from "./remote-faults";
 import { renderReport } from "./report";
-import {
-  badInput,
-  envFaults,
-  HOST_MAX_RETRIES,
-  hostFaults,
-  type Row,
-  remoteEnvFaults,
-  trainerFaults,
-} from "./suites";
+import { badInput, envFaults, type Row, trainerFaults } from "./suites";
 
 const short = flag("short");
 const suites = option("suites", "host,env,remote,trainer,input").split(",");
