@@ -111,12 +111,13 @@ export async function callRemote<S extends z.ZodType>(
 
 /** An `example_rejected` answer's fields (its message alone when it names none), or null. */
 function exampleRefusal(text: string): ExampleRejectedError | null {
-  let body: ReturnType<typeof ErrorBodySchema.safeParse>;
+  let json: unknown;
   try {
-    body = ErrorBodySchema.safeParse(JSON.parse(text));
+    json = JSON.parse(text);
   } catch {
     return null;
   }
+  const body = ErrorBodySchema.safeParse(json);
   if (!body.success || body.data.error.code !== "example_rejected") return null;
   const { message, details } = body.data.error;
   return new ExampleRejectedError(
