@@ -75,6 +75,7 @@ export default defineConfig({
             "test/e2e/**/*.test.ts",
             "test/browser/**/*.test.ts",
             "test/structure/**/*.test.ts",
+            "test/reliability/**/*.test.ts",
           ],
           testTimeout: 60_000,
         },

@@ -1,13 +1,15 @@
 /**
  * `npm run test:load [-- --short]`: a bounded load on loopback. Starts 200 groups of 8 episodes
  * at once against the simulator with realistic latency, waits for all to land, leases and acks
- * everything as trainers would, then counts: started = landed = served, nothing lost or
- * duplicated, and the turn overhead the pipeline adds. Writes reliability/results/load.json.
+ * everything as trainers would, then counts: started = landed = served, none landed as failed,
+ * every episode completed, nothing lost or duplicated (`loadVerdict`), and the turn overhead the
+ * pipeline adds. Writes reliability/results/load.json.
  */
 import pMap from "p-map";
 import { EdgerollClient } from "../src/client/edgeroll-client";
 import { flag, guessRequest, withStack, writeResult } from "./harness";
-import { type LoadResult, renderReport } from "./report";
+import { renderReport } from "./report";
+import { type LoadResult, loadVerdict } from "./verdicts";
 
 const short = flag("short");
 const GROUPS = short ? 40 : 200;
@@ -81,42 +83,38 @@ const result = await withStack(
     }
     const turns = groups.reduce((n, g) => n + g.episodes.reduce((m, e) => m + e.turns, 0), 0);
     const stats = stack.simulator?.stats();
-    const landed = groups.filter((g) => g.status === "landed" || g.status === "failed").length;
     const distinct = new Set(episodeIds).size;
-    const out: LoadResult = {
+    const ends = groups.flatMap((g) => g.episodes.map((e) => e.state));
+    const figures = {
       date: new Date().toISOString(),
       short,
       groups: GROUPS,
       groupSize: SIZE,
       started: ids.length,
-      landed,
+      landed: groups.filter((g) => g.status === "landed").length,
+      failedGroups: groups.filter((g) => g.status === "failed").length,
       served: served.size,
       episodes: episodeIds.length,
       distinctEpisodes: distinct,
       lost: GROUPS * SIZE - distinct,
       duplicated: episodeIds.length - distinct,
-      failedEpisodes: groups.reduce(
-        (n, g) => n + g.episodes.filter((e) => e.failure_reason).length,
-        0,
-      ),
+      episodeEnds: {
+        completed: ends.filter((s) => s === "completed").length,
+        truncated: ends.filter((s) => s === "truncated").length,
+        failed: ends.filter((s) => s === "failed").length,
+      },
       peakInFlightEpisodes: peak,
       seconds,
       turns,
       turnsPerSecond: turns / seconds,
       overheadMs: stats?.turnOverheadMs ?? { count: 0, p50: null, p99: null, mean: null },
       latency,
-      ok: false,
     };
-    out.ok =
-      out.started === GROUPS &&
-      out.landed === GROUPS &&
-      out.served === GROUPS &&
-      out.lost === 0 &&
-      out.duplicated === 0;
-    return out;
+    return { ...figures, ...loadVerdict(figures) };
   },
 );
 writeResult("load", result);
 renderReport();
 console.log(JSON.stringify(result, null, 2));
+for (const problem of result.problems) console.error(`load: ${problem}`);
 process.exitCode = result.ok ? 0 : 1;

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { RESULTS } from "./harness";
 import type { Row } from "./suites";
+import type { CrashResult, EpisodeEnds, LoadResult } from "./verdicts";
 
 const FILE = resolve(import.meta.dirname, "../docs/reliability.md");
 
@@ -11,7 +12,16 @@ function read<T>(name: string): T | null {
   return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as T) : null;
 }
 
+/** A load or crash result in today's shape (with `problems`), or null: rerun it. */
+function current<T extends { problems?: unknown }>(result: T | null): T | null {
+  return result !== null && Array.isArray(result.problems) ? result : null;
+}
+
 const cell = (text: string | number) => String(text).replaceAll("|", "\\|").replaceAll("\n", " ");
+const ends = (e: EpisodeEnds) => `${e.completed} / ${e.truncated} / ${e.failed}`;
+/** A run's verdict in its table: yes, or NO with every reason. */
+const verdictLine = (ok: boolean, problems: readonly string[]) =>
+  ok ? "yes" : `**NO**: ${problems.map(cell).join("; ")}`;
 
 function table(rows: readonly Row[]): string {
   return [
@@ -22,47 +32,6 @@ function table(rows: readonly Row[]): string {
         `| ${cell(r.fault)} | ${cell(r.tried)} | ${cell(r.outcome)} | ${cell(r.expected)} | ${r.lost} | ${r.duplicated} | ${r.ok ? "yes" : "**NO**"} |`,
     ),
   ].join("\n");
-}
-
-export interface CrashResult {
-  date: string;
-  short: boolean;
-  groups: number;
-  groupSize: number;
-  kills: { atSeconds: number; landedBefore: number }[];
-  seconds: number;
-  landedGroups: number;
-  failedGroups: number;
-  episodes: number;
-  expectedEpisodes: number;
-  duplicatedEpisodes: number;
-  brokenTranscripts: number;
-  unaccountedEpisodes: number;
-  redispatches: number;
-  failureReasons: Record<string, number>;
-  ok: boolean;
-}
-
-export interface LoadResult {
-  date: string;
-  short: boolean;
-  groups: number;
-  groupSize: number;
-  started: number;
-  landed: number;
-  served: number;
-  episodes: number;
-  distinctEpisodes: number;
-  lost: number;
-  duplicated: number;
-  failedEpisodes: number;
-  peakInFlightEpisodes: number;
-  seconds: number;
-  turns: number;
-  turnsPerSecond: number;
-  overheadMs: { count: number; p50: number | null; p99: number | null; mean: number | null };
-  latency: { ttftMs: number; msPerToken: number; msPerPromptToken: number };
-  ok: boolean;
 }
 
 const WORKERD_TESTS = [
@@ -85,6 +54,11 @@ const WORKERD_TESTS = [
     "generation lost with its instance",
     "test/worker/restarts.test.ts",
     "generations marked sent by a dead instance are re-dispatched, counted in `redispatches`, and the group lands",
+  ],
+  [
+    "generation lost to more restarts than MAX_REDISPATCHES",
+    "test/worker/restarts.test.ts",
+    'one episode\'s generation lost with its instance at 4 turns running (MAX_REDISPATCHES 3): it ends failed `redispatch_limit`, "generation lost to 4 restarts", after 3 re-dispatches; the other episodes complete and the group lands once',
   ],
   [
     "duplicate alarm delivery",
@@ -143,11 +117,12 @@ export function renderReport(): void {
           seconds: suites.reduce((a, s) => a + s.seconds, 0),
           rows: suites.flatMap((s) => s.rows),
         };
-  const crash = read<CrashResult>("crash");
+  // A result written before the runs recorded their verdict's reasons is not this code's.
+  const crash = current(read<CrashResult>("crash"));
   const policy = read<{ date: string; short: boolean; seconds: number; rows: Row[] }>(
     "policy-crash",
   );
-  const load = read<LoadResult>("load");
+  const load = current(read<LoadResult>("load"));
   const sections = [
     "# Reliability",
     "",
@@ -170,13 +145,15 @@ export function renderReport(): void {
     crash
       ? [
           `Produced by \`npm run test:crash${crash.short ? " -- --short" : ""}\` on ${crash.date.slice(0, 10)}: ${crash.groups} groups of ${crash.groupSize} episodes started through \`wrangler dev\`,`,
-          `the workerd process tree killed with SIGKILL ${crash.kills.length} times at random points and restarted on the same state directory.`,
+          `in ${crash.kills.length + 1} waves, one started shortly before each of ${crash.kills.length} SIGKILLs of the workerd process tree (restarted on the same`,
+          `state directory after each) and the last after them; MAX_REDISPATCHES ${crash.maxRedispatches}, more than the kills, so no episode can run out of re-dispatches.`,
           "",
           "| figure | value |",
           "|---|---|",
-          `| kills (seconds into the run: groups landed before) | ${crash.kills.map((k) => `${k.atSeconds.toFixed(1)} s: ${k.landedBefore}`).join("; ")} |`,
+          `| kills (seconds into the run: groups started, mid-episode, scoring, landed) | ${crash.kills.map((k) => `${k.atSeconds.toFixed(1)} s: ${k.started}, ${k.midEpisode}, ${k.scoring}, ${k.landedBefore}`).join("; ")} |`,
           `| groups started / landed / landed as failed | ${crash.groups} / ${crash.landedGroups} / ${crash.failedGroups} |`,
           `| episodes expected / landed | ${crash.expectedEpisodes} / ${crash.episodes} |`,
+          `| episodes completed / truncated / failed | ${ends(crash.episodeEnds)} |`,
           `| duplicated episodes | ${crash.duplicatedEpisodes} |`,
           `| transcripts with gaps or a turn count that disagrees | ${crash.brokenTranscripts} |`,
           `| episodes without a final status | ${crash.unaccountedEpisodes} |`,
@@ -187,7 +164,7 @@ export function renderReport(): void {
               .join(", ") || "none"
           } |`,
           `| wall time | ${crash.seconds.toFixed(0)} s |`,
-          `| every group landed exactly once, every episode accounted for | ${crash.ok ? "yes" : "**NO**"} |`,
+          `| every group landed exactly once and none as failed, every episode there once and completed, every kill mid-episode | ${verdictLine(crash.ok, crash.problems)} |`,
         ].join("\n")
       : "Not run yet: `npm run test:crash`.",
     "",
@@ -212,15 +189,15 @@ export function renderReport(): void {
           "",
           "| figure | value |",
           "|---|---|",
-          `| groups started / landed / served to a trainer | ${load.started} / ${load.landed} / ${load.served} |`,
+          `| groups started / landed / landed as failed / served to a trainer | ${load.started} / ${load.landed} / ${load.failedGroups} / ${load.served} |`,
           `| episodes landed / distinct | ${load.episodes} / ${load.distinctEpisodes} |`,
           `| lost / duplicated | ${load.lost} / ${load.duplicated} |`,
-          `| failed episodes | ${load.failedEpisodes} |`,
+          `| episodes completed / truncated / failed | ${ends(load.episodeEnds)} |`,
           `| most episodes in flight at once | ${load.peakInFlightEpisodes} |`,
           `| sampled turns, and turns per second | ${load.turns}, ${load.turnsPerSecond.toFixed(1)} |`,
           `| turn overhead p50 / p99 / mean (ms) | ${load.overheadMs.p50} / ${load.overheadMs.p99} / ${load.overheadMs.mean?.toFixed(1)} |`,
           `| wall time | ${load.seconds.toFixed(0)} s |`,
-          `| started = landed = served, nothing lost or duplicated | ${load.ok ? "yes" : "**NO**"} |`,
+          `| started = landed = served, none landed as failed, every episode completed, nothing lost or duplicated | ${verdictLine(load.ok, load.problems)} |`,
           "",
           "Turn overhead is measured by the inference host: the time from finishing an episode's generation t",
           "to receiving its request t+1 — stepping the environment, persisting, the permit, building the request.",

@@ -5,15 +5,10 @@
 import { EdgerollClient } from "../src/client/edgeroll-client";
 import { startRemoteEnvFixture } from "../test/setup/remote-env-server";
 import { flag, option, withStack, writeResult } from "./harness";
+import { HOST_MAX_RETRIES, hostFaults } from "./host-faults";
+import { remoteEnvFaults } from "./remote-faults";
 import { renderReport } from "./report";
-import {
-  badInput,
-  envFaults,
-  hostFaults,
-  type Row,
-  remoteEnvFaults,
-  trainerFaults,
-} from "./suites";
+import { badInput, envFaults, type Row, trainerFaults } from "./suites";
 
 const short = flag("short");
 const suites = option("suites", "host,env,remote,trainer,input").split(",");
@@ -31,6 +26,8 @@ const rows = await withStack(
       STEP_TIMEOUT_S: "2",
       HEARTBEAT_S: "2",
       MAX_INFLIGHT_GENERATIONS: "512",
+      // What the host suite's expected attempts assume (a generation's retries).
+      INFERENCE_MAX_RETRIES: String(HOST_MAX_RETRIES),
       REMOTE_ENVS: JSON.stringify({ "guess-number-remote": remote.url }),
     },
     secrets: { REMOTE_ENV_TOKEN: REMOTE_TOKEN },
@@ -57,7 +54,7 @@ const rows = await withStack(
     };
     await run("host", () => hostFaults(stack, client, short ? 2 : 6));
     await run("env", () => envFaults(client, short ? 2 : 4));
-    await run("remote", () => remoteEnvFaults(client, short ? 2 : 4));
+    await run("remote", () => remoteEnvFaults(client, short ? 2 : 4, remote.stats));
     await run("trainer", () => trainerFaults(stack, client, short ? 12 : 24));
     await run("input", () => badInput(stack, short ? 3 : 10));
     return all;

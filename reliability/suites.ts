@@ -1,6 +1,8 @@
 /**
  * The fault suites run against a real local stack: each row tries one fault many times, then
  * checks what landed — nothing lost, nothing duplicated, every episode with a status and reason.
+ * The row shape and the environment, trainer and bad-input suites are here; the host and remote
+ * suites, which also count retries, have files of their own (host-faults.ts, remote-faults.ts).
  */
 import pMap from "p-map";
 import { strikes } from "../fixtures/environments/chaos";
@@ -20,147 +22,14 @@ export interface Row {
   ok: boolean;
 }
 
-function outcomeOf(groups: readonly GroupView[], episodes: readonly Episode[]): string {
+/** What landed, by end state and reason, and how many groups landed and landed as failed. */
+export function outcomeOf(groups: readonly GroupView[], episodes: readonly Episode[]): string {
   const byStatus = countBy(episodes, (e) =>
     e.status === "failed" ? `failed: ${e.failure_reason}` : e.status,
   );
   const landed = groups.filter((g) => g.status === "landed").length;
   const parts = Object.entries(byStatus).map(([k, n]) => `${n} ${k}`);
   return `${parts.join(", ")}; ${landed}/${groups.length} groups landed, ${groups.length - landed} landed as failed`;
-}
-
-interface HostCase {
-  fault: string;
-  directive: string;
-  expected: string;
-  /** What every episode must have ended as. */
-  accept: (e: Episode) => boolean;
-}
-
-const completed = (e: Episode) => e.status === "completed";
-
-const HOST_CASES: HostCase[] = [
-  {
-    fault: "HTTP 500 burst (2 per request)",
-    directive: "fail:500:2",
-    expected: "retried; all complete",
-    accept: completed,
-  },
-  {
-    fault: "HTTP 503 burst (3 per request)",
-    directive: "fail:503:3",
-    expected: "retried; all complete",
-    accept: completed,
-  },
-  {
-    fault: "HTTP 429 burst, Retry-After 0.2 s",
-    directive: "fail:429:2+retryafter:0.2",
-    expected: "retried after the wait; all complete",
-    accept: completed,
-  },
-  {
-    fault: "HTTP 429, Retry-After 1.5 s (parked in storage)",
-    directive: "fail:429:1@1+retryafter:1.5",
-    expected: "parked, retried; all complete",
-    accept: completed,
-  },
-  {
-    fault: "connection reset (2 per request)",
-    directive: "reset:2",
-    expected: "retried; all complete",
-    accept: completed,
-  },
-  {
-    fault: "malformed JSON (2 per request)",
-    directive: "malformed:2",
-    expected: "retried; all complete",
-    accept: completed,
-  },
-  {
-    fault: "stream cut mid-way (2 per request)",
-    directive: "cut:2",
-    expected: "retried; all complete",
-    accept: completed,
-  },
-  {
-    fault: "random faults on 30% of tries",
-    directive: "chaos:0.3",
-    expected: "retried; complete, or a recorded inference failure",
-    accept: (e) => completed(e) || /^inference_/.test(e.failure_reason ?? ""),
-  },
-  {
-    fault: "hang past the deadline, once",
-    directive: "hang:1",
-    expected: "one timeout retry; all complete",
-    accept: completed,
-  },
-  {
-    fault: "slow trickle inside the deadline",
-    directive: "trickle:100",
-    expected: "slow; all complete",
-    accept: completed,
-  },
-  {
-    fault: "hang past the deadline, always",
-    directive: "hang",
-    expected: "one retry, then failed: generation_timeout",
-    accept: (e) => e.failure_reason === END.generation_timeout,
-  },
-  {
-    fault: "slow trickle past the deadline",
-    directive: "trickle:1000",
-    expected: "one retry, then failed: generation_timeout",
-    accept: (e) => e.failure_reason === END.generation_timeout,
-  },
-  {
-    fault: "malformed JSON, always",
-    directive: "malformed",
-    expected: "bounded retries, then failed: inference_malformed",
-    accept: (e) => e.failure_reason === END.inference_malformed,
-  },
-  {
-    fault: "HTTP 400 (request rejected)",
-    directive: "fail:400",
-    expected: "no retry; failed: inference_rejected",
-    accept: (e) => e.failure_reason === END.inference_rejected,
-  },
-];
-
-export async function hostFaults(
-  stack: LocalStack,
-  client: EdgerollClient,
-  groups: number,
-): Promise<Row[]> {
-  return pMap(
-    HOST_CASES,
-    async (c) => {
-      const runId = `host-${c.directive.replace(/[^a-z0-9]+/gi, "-")}`;
-      const model = `sim+${c.directive}`;
-      const landed = await landGroups(
-        client,
-        Array.from({ length: groups }, (_, i) => guessRequest(runId, i, model)),
-      );
-      const episodes = await episodesOf(client, runId);
-      const check = integrity(landed, episodes);
-      const requests = stack.simulator?.stats().byModel[model]?.requests ?? 0;
-      const turns = episodes.reduce((n, e) => n + e.turns, 0);
-      return {
-        fault: `inference host: ${c.fault}`,
-        tried: `${groups} groups, ${check.expected} episodes, ${requests} host requests for ${turns} sampled turns`,
-        outcome: outcomeOf(landed, episodes),
-        expected: c.expected,
-        lost: check.lost,
-        duplicated: check.duplicated,
-        ok:
-          check.lost === 0 &&
-          check.duplicated === 0 &&
-          check.brokenTranscripts === 0 &&
-          episodes.every(c.accept),
-      };
-    },
-    // A few at a time: these rows are about faults, not load.
-    { concurrency: 4 },
-  );
 }
 
 interface EnvCase {
@@ -404,6 +273,24 @@ export async function badInput(stack: LocalStack, repeats: number): Promise<Row[
       422,
     ],
     [
+      "tool-agent example without its customer and orders",
+      () =>
+        send(
+          "/v1/groups",
+          json({
+            ...valid,
+            env: "tool-agent",
+            example: { id: "t-1", input: "Please refund my last order.", metadata: {} },
+          }),
+        ),
+      422,
+    ],
+    [
+      "exact-answer example without the output it scores against",
+      () => send("/v1/groups", json({ ...valid, example: { id: "x", input: "What is 1 + 1?" } })),
+      422,
+    ],
+    [
       "group id that does not exist",
       () => send(`/v1/groups/g_${"0".repeat(24)}`, null, stack.tokens.admin, "GET"),
       404,
@@ -488,88 +375,4 @@ export async function badInput(stack: LocalStack, repeats: number): Promise<Row[
     ok: once.status === 202 && conflicts.every((s) => s === 409) && after - before === 1,
   });
   return rows;
-}
-
-/** Faults of an environment served over HTTP (REMOTE_ENVS), one per example by the fixture. */
-const REMOTE_CASES: { fault: string; label: string; env: string; reason: string | null }[] = [
-  {
-    fault: "garbage",
-    label: "answers a step with text that is not JSON",
-    env: "guess-number-remote",
-    reason: END.env_error,
-  },
-  {
-    fault: "wrong_shape",
-    label: "answers a step with JSON outside the protocol",
-    env: "guess-number-remote",
-    reason: END.env_error,
-  },
-  {
-    fault: "error",
-    label: "answers a step with a 500 env_error",
-    env: "guess-number-remote",
-    reason: END.env_error,
-  },
-  {
-    fault: "slow",
-    label: "answers a step after STEP_TIMEOUT_S",
-    env: "guess-number-remote",
-    reason: END.step_timeout,
-  },
-  {
-    fault: "down_after_start",
-    label: "opens episodes, then drops every connection",
-    env: "guess-number-remote",
-    reason: END.env_unavailable,
-  },
-  {
-    fault: "busy_once",
-    label: "answers each call's first attempt 503 Retry-After: 0",
-    env: "guess-number-remote",
-    reason: null,
-  },
-];
-
-export async function remoteEnvFaults(client: EdgerollClient, groups: number): Promise<Row[]> {
-  return pMap(
-    REMOTE_CASES,
-    async (c) => {
-      const runId = `remote-${c.fault}`;
-      // Half the groups ask for the fault, half are healthy, on the same server, at once.
-      const requests = Array.from({ length: groups * 2 }, (_, i) => ({
-        env: c.env,
-        example: {
-          id: `${runId}-${i}`,
-          input: "Find the number.",
-          metadata: {
-            secret: 1 + ((i * 53) % 100),
-            ...(i % 2 === 0 ? { remote_fault: c.fault } : {}),
-          },
-        },
-        group_size: 4,
-        run_id: runId,
-        sampling: { model: "sim", temperature: 1, seed: 300 + i * 4, max_completion_tokens: 64 },
-      }));
-      const landed = await landGroups(client, requests);
-      const episodes = await episodesOf(client, runId);
-      const check = integrity(landed, episodes);
-      const struck = (e: Episode) => Number(e.example_id.split("-").at(-1)) % 2 === 0;
-      const wrong = episodes.filter((e) =>
-        struck(e) && c.reason !== null ? e.failure_reason !== c.reason : e.status === "failed",
-      );
-      return {
-        fault: `remote environment: ${c.label}`,
-        tried: `${groups * 2} groups, ${check.expected} episodes, ${episodes.filter(struck).length} of them struck`,
-        outcome: `${outcomeOf(landed, episodes)}; ${wrong.length} episodes ended otherwise than expected`,
-        expected:
-          c.reason === null
-            ? "retried with the same Idempotency-Key: every episode completes"
-            : `only the struck episodes fail (${c.reason}); the healthy groups land`,
-        lost: check.lost,
-        duplicated: check.duplicated,
-        ok: check.lost === 0 && check.duplicated === 0 && wrong.length === 0,
-      };
-    },
-    { concurrency: REMOTE_CASES.length },
-  );
 }

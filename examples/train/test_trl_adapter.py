@@ -3,7 +3,9 @@ rollouts a real policy server samples.
 
     /tmp/venv-trl/bin/python -m unittest discover -s examples/train -p "test_trl_adapter.py" -v
 
-Needs TRL (examples/train/requirements-trl.txt); without it every test is skipped, saying so. The trainer
+Needs TRL (examples/train/requirements-trl.txt); without it every test is skipped, saying so,
+except under CI=true (.ci/run sets it for this step), where a missing TRL is a failure: a green
+step must have run them. The trainer
 test stands a small fake in for edgeroll's API (start_group, wait_for_group, leased): it rolls
 each group out against the real policy server, two turns an episode with an environment reply
 between them, and records the episode as edgeroll's sample, base64-encoded as a lease sends it.
@@ -35,8 +37,19 @@ except ImportError as error:
               "/tmp/venv-trl && /tmp/venv-trl/bin/pip install -r examples/train/requirements.txt "
               "-r examples/train/requirements-trl.txt ./python")
 # Every test here is skipped without TRL (a class decorator, so that loading the module by name
-# works too, where a SkipTest raised at import would be an error).
+# works too, where a SkipTest raised at import would be an error)...
 needs_trl = unittest.skipIf(NO_TRL is not None, NO_TRL or "")
+# ...except in CI, where skipping them all would let the TRL step pass having tested nothing.
+IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1")
+
+
+class TrlIsInstalled(unittest.TestCase):
+    def test_trl_is_importable_where_ci_runs_these_tests(self) -> None:
+        if NO_TRL is None:
+            return
+        if IN_CI:
+            self.fail(f"CI=true and {NO_TRL}")
+        self.skipTest(NO_TRL)
 
 import torch
 from transformers import PrinterCallback

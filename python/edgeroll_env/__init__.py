@@ -23,6 +23,7 @@ from .episode import (
 )
 from .errors import (
     EnvironmentContractError,
+    ExampleRejected,
     ReplayInvariantError,
     SftError,
     UnparseableSftTargetError,
@@ -45,6 +46,7 @@ __all__ = [
     "EnvironmentSingleTurn",
     "EnvironmentStepResult",
     "EnvironmentTurn",
+    "ExampleRejected",
     "ReplayContext",
     "ReplayInvariantError",
     "RewardResult",

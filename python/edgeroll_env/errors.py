@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class EnvironmentContractError(Exception):
     """An environment hook returned something that breaks the contract (bad messages, NaN...)."""
@@ -26,6 +28,22 @@ class UnparseableSftTargetError(SftError):
     def __init__(self, reason: str, completion_text: str) -> None:
         super().__init__(reason)
         self.completion_text = completion_text
+
+
+class ExampleRejected(ValueError):
+    """The environment cannot play this example: raise it from start_episode, max_episode_turns
+    or tools, naming each field at fault by its dotted path in the example, and /start answers
+    422 example_rejected with those fields (edgeroll refuses the group, storing nothing):
+
+        raise ExampleRejected({"metadata.secret": "required"})
+
+    A ValueError, so code written for Flash that catches those still does; raised from any
+    other hook it is that hook's env_error like any exception."""
+
+    def __init__(self, problems: Mapping[str, str]) -> None:
+        self.problems = dict(problems)
+        fields = self.problems.items()
+        super().__init__("; ".join(f"{path}: {why}" if path else why for path, why in fields))
 
 
 class BadRequest(Exception):

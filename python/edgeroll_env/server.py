@@ -195,7 +195,8 @@ class EnvRequestHandler(BaseHTTPRequestHandler):
             self.rfile.readline()
 
     def _send_error(self, error: HttpError) -> None:
-        body = encode({"error": {"code": error.code, "message": error.message}})
+        detail = {} if error.details is None else {"details": error.details}
+        body = encode({"error": {"code": error.code, "message": error.message, **detail}})
         self._send(error.status, body, error.headers)
 
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:

@@ -18,7 +18,7 @@ from .episode import (
     step_environment,
     turn_budget,
 )
-from .errors import EnvironmentContractError, EnvironmentHookError
+from .errors import EnvironmentContractError, EnvironmentHookError, ExampleRejected
 from .shapes import (
     ShapeError,
     check_array,
@@ -36,17 +36,29 @@ class HttpError(Exception):
     """An answer other than 200: its status, the stable code and a message a person reads."""
 
     def __init__(
-        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        code: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+        details: list[dict[str, str]] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers or {}
+        self.details = details
 
 
 def bad_request(message: str) -> HttpError:
     return HttpError(400, "bad_request", message)
+
+
+def example_rejected(refusal: ExampleRejected) -> HttpError:
+    """The environment's refusal of an example at /start: 422, each field in `details`."""
+    details = [{"path": path, "message": message} for path, message in refusal.problems.items()]
+    return HttpError(422, "example_rejected", str(refusal) or "rejected", details=details)
 
 
 @contextmanager
@@ -87,12 +99,17 @@ class EnvService:
         except ShapeError as error:
             raise bad_request(str(error)) from None
         example = self.records.example(fields)
-        with blame("build_prompt_messages" if self.kind == "single_turn" else "start_episode"):
-            messages = open_episode(self.env, example, prompt_text)
-        with blame("max_episode_turns"):
-            budget = turn_budget(self.env, example)
-        with blame("tools"):
-            tools = episode_tools(self.env, example)
+        try:
+            with blame("build_prompt_messages" if self.kind == "single_turn" else "start_episode"):
+                messages = open_episode(self.env, example, prompt_text)
+            with blame("max_episode_turns"):
+                budget = turn_budget(self.env, example)
+            with blame("tools"):
+                tools = episode_tools(self.env, example)
+        except EnvironmentHookError as error:
+            if isinstance(error.error, ExampleRejected):
+                raise example_rejected(error.error) from None
+            raise
         opening: dict[str, Any] = {"messages": messages, "max_turns": budget}
         if tools is not None:
             opening["tools"] = tools  # native tool calling: sent with every generation

@@ -419,6 +419,22 @@ class GuessNumberOverHTTP(ProtocolCase):
         self.assertEqual((status, answer["error"]["code"]), (400, "bad_request"))
         self.assertIn("not valid JSON", answer["error"]["message"])
 
+    def test_an_example_the_environment_cannot_play_is_refused_at_start_naming_the_field(
+        self,
+    ) -> None:
+        for metadata, path, why in [
+            ({}, "metadata.secret", "required"),
+            ({"secret": 1000}, "metadata.secret", "must be from 1 to 100, got 1000"),
+            ({"secret": 5, "max_turns": 0}, "metadata.max_turns", "must be >= 1, got 0"),
+        ]:
+            with self.subTest(metadata=metadata):
+                body = {"example": {"id": "g", "input": "x", "metadata": metadata}}
+                status, _, answer = self.call("POST", "/start", {**body, "prompt_text": ""})
+                self.assertEqual((status, answer["error"]["code"]), (422, "example_rejected"))
+                self.assertEqual(answer["error"]["details"], [{"path": path, "message": why}])
+                self.assertEqual(answer["error"]["message"], f"{path}: {why}")
+                self.assertEqual(SCHEMA.errors(answer, "error"), [])
+
     def test_an_exception_in_the_environment_is_a_500_env_error(self) -> None:
         body = {
             "example": {"id": "g", "input": "x", "metadata": {"secret": 1000}},
@@ -428,7 +444,7 @@ class GuessNumberOverHTTP(ProtocolCase):
             "turn": 0,
         }
         message = self.fails("/step", body, 500, "env_error")
-        self.assertIn("ValueError: metadata.secret: must be from 1 to 100", message)
+        self.assertIn("ExampleRejected: metadata.secret: must be from 1 to 100", message)
         self.assertIn("raised", message)
 
     def test_a_missing_or_wrong_bearer_is_401(self) -> None:

@@ -22,7 +22,14 @@ import {
   StartGroupRequestSchema,
   withPolicyVersion,
 } from "../rollout/group-spec";
-import { episodeTools, errorMessage, openEpisode, type ToolDefinition, turnBudget } from "../sdk";
+import {
+  ExampleRejectedError,
+  episodeTools,
+  errorMessage,
+  openEpisode,
+  type ToolDefinition,
+  turnBudget,
+} from "../sdk";
 import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
 import { ApiError, invalidRequest } from "./errors";
@@ -95,8 +102,28 @@ function tokenizerRefusal(check: TokenizerProblem): ApiError {
   }
 }
 
-/** The environment must accept the example before anything is stored. */
-async function checkExample(request: StartGroupRequest, remote: RemoteEnvironments): Promise<void> {
+/**
+ * The environment's refusal of an example, as the API answers it: each field by its path in the
+ * request body (`example.metadata.secret`), in the message and in `details`, as `invalid_request`
+ * names them.
+ */
+function exampleRejected(env: string, error: unknown): ApiError {
+  const rejected = `environment "${env}" rejected the example`;
+  if (!(error instanceof ExampleRejectedError))
+    return new ApiError(422, "example_rejected", `${rejected}: ${errorMessage(error)}`);
+  const details = error.problems.map((p) => ({
+    path: p.path === "" ? "example" : `example.${p.path}`,
+    message: p.message,
+  }));
+  const fields = details.map((d) => `${d.path}: ${d.message}`).join("; ");
+  return new ApiError(422, "example_rejected", `${rejected}: ${fields}`, details);
+}
+
+/**
+ * The environment must accept the example before anything is stored: its example schema, then
+ * its opening, turn budget and tools.
+ */
+async function openExample(request: StartGroupRequest, remote: RemoteEnvironments): Promise<void> {
   const env = loadEnvironment(request.env, remote);
   let tools: ToolDefinition[] | null;
   try {
@@ -111,11 +138,7 @@ async function checkExample(request: StartGroupRequest, remote: RemoteEnvironmen
         "environment_unavailable",
         `environment "${request.env}": ${error.message}`,
       );
-    throw new ApiError(
-      422,
-      "example_rejected",
-      `environment "${request.env}" rejected the example: ${errorMessage(error)}`,
-    );
+    throw exampleRejected(request.env, error);
   }
   checkNativeTools(request, tools);
 }
@@ -139,7 +162,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
       const { request, policy } = await withRunPolicy(c.env.DB, asked);
       const remote = environmentsOf(c.env);
       checkEnvironment(request.env, remote);
-      await checkExample(request, remote);
+      await openExample(request, remote);
       if (request.teacher !== undefined) {
         const check = await checkSharedTokenizer(
           configFrom(c.env),

@@ -16,6 +16,7 @@ import {
 import {
   describeZodError,
   type EnvironmentMultiTurn,
+  ExampleRejectedError,
   episodeTools,
   errorMessage,
   isSampledAction,
@@ -148,6 +149,12 @@ export class ProtocolHandler {
       if (value instanceof BadRequest) return error(400, "bad_request", value.message);
       return { status: 200, body: value };
     } catch (e) {
+      // The environment cannot play the example (its schema, at /start): the fields, not a 500.
+      if (e instanceof ExampleRejectedError)
+        return {
+          status: 422,
+          body: { error: { code: "example_rejected", message: e.message, details: e.problems } },
+        };
       return error(500, "env_error", errorMessage(e));
     }
   }

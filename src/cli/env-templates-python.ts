@@ -42,6 +42,14 @@ from freesolo.environments import (
     RewardResult,
 )
 
+try:  # edgeroll's refusal of an example: /start answers 422 naming the field, nothing is stored
+    from edgeroll_env import ExampleRejected
+except ImportError:  # under Flash alone: a ValueError
+
+    class ExampleRejected(ValueError):
+        def __init__(self, problems: dict) -> None:
+            super().__init__("; ".join(f"{path}: {why}" for path, why in problems.items()))
+
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "${name}.jsonl"
 GUESS = re.compile(r"<guess>\\s*(-?\\d+)\\s*</guess>")
 TURNS = 7
@@ -50,6 +58,14 @@ TURNS = 7
 def parse_guess(action: str) -> int | None:
     found = GUESS.findall(action)
     return int(found[-1]) if found else None
+
+
+def secret_of(example: TaskExample) -> int:
+    """The task data this environment reads; an example without it cannot be played."""
+    secret = (example.metadata or {}).get("secret")
+    if isinstance(secret, bool) or not isinstance(secret, int) or not 1 <= secret <= 100:
+        raise ExampleRejected({"metadata.secret": "required: a whole number from 1 to 100"})
+    return secret
 
 
 def sampled(message) -> bool:
@@ -70,11 +86,12 @@ class ${className}(EnvironmentMultiTurn):
         return TURNS
 
     def start_episode(self, example: TaskExample, prompt_text: str) -> list[dict]:
+        secret_of(example)  # refuse, at the opening, an example that cannot be played
         rules = f"Reply with one guess per turn as <guess>N</guess>. You have {TURNS} guesses."
         return [{"role": "user", "content": f"{example.input}\\n\\n{rules}"}]
 
     def step_episode(self, example: TaskExample, messages: list[dict], assistant_response: str) -> EnvironmentStepResult:
-        secret = int(example.metadata["secret"])
+        secret = secret_of(example)
         guess = parse_guess(assistant_response)
         if guess is None:
             text, done = "Reply with your guess as <guess>N</guess>.", False
@@ -86,7 +103,7 @@ class ${className}(EnvironmentMultiTurn):
 
     def score_episode(self, example: TaskExample, episode: EnvironmentEpisode) -> RewardResult:
         guesses = [parse_guess(turn.content) for turn in episode.turns if sampled(turn)]
-        solved = int(example.metadata["secret"]) in guesses
+        solved = secret_of(example) in guesses
         return RewardResult(score=1.0 if solved else 0.0, threshold=1.0, metadata={"guesses": len(guesses)})
 
 

@@ -33,6 +33,9 @@ function parseGuess(action: string): number | null {
 }
 
 export class ${className} extends EnvironmentMultiTurn {
+  /** What a row must hold: the API refuses any other with a 422 naming the fields. */
+  override readonly exampleSchema = z.object({ metadata: MetadataSchema });
+
   maxEpisodeTurns(): number {
     return 7;
   }
@@ -87,6 +90,7 @@ const singleTurn = ({ name, className }: StarterNames) => `/**
  * ${name}: a starter single-turn environment (one prompt, one reply scored against \`output\`).
  * Edit it into your task; \`npx edgeroll env check ${name}\` tells you what still breaks.
  */
+import { z } from "zod";
 import {
   type ChatMessage,
   EnvironmentSingleTurn,
@@ -95,6 +99,9 @@ import {
 } from "../sdk";
 
 export class ${className} extends EnvironmentSingleTurn {
+  /** The reply is scored against \`output\`: the API refuses a row without one (a 422). */
+  override readonly exampleSchema = z.object({ output: z.string() });
+
   buildPromptMessages(example: TaskExample): ChatMessage[] {
     return [{ role: "user", content: \`\${example.input}\\nAnswer with the answer only.\` }];
   }

@@ -10,6 +10,13 @@ import {
 
 const ANSWER = /<answer>([\s\S]*?)<\/answer>/g;
 const MetadataSchema = z.object({ aliases: z.array(z.string()).default([]) });
+/** The reply is scored against `output`: an example without one cannot be played. */
+const ExampleSchema = z.object({
+  output: z.union([z.string(), z.number()], {
+    error: "required: the answer to match, a string or a number",
+  }),
+  metadata: MetadataSchema,
+});
 
 /** The last `<answer>...</answer>` of a reply, or the whole reply when it has none. */
 export function extractAnswer(response: string): string {
@@ -34,6 +41,8 @@ export function normaliseAnswer(text: string): string {
 }
 
 export class ExactAnswer extends EnvironmentSingleTurn {
+  override readonly exampleSchema = ExampleSchema;
+
   buildPromptMessages(example: TaskExample): ChatMessage[] {
     return [
       {

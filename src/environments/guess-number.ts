@@ -17,7 +17,7 @@ export const LOWEST = 1;
 export const HIGHEST = 100;
 export const DEFAULT_TURNS = 7;
 
-const MetadataSchema = z.object({
+export const GuessMetadataSchema = z.object({
   secret: z.number().int().min(LOWEST).max(HIGHEST),
   max_turns: z.number().int().positive().optional(),
 });
@@ -60,12 +60,14 @@ function plural(n: number, word: string): string {
 }
 
 export class GuessNumber extends EnvironmentMultiTurn {
+  override readonly exampleSchema: z.ZodType = z.object({ metadata: GuessMetadataSchema });
+
   secretOf(example: TaskExample): number {
-    return exampleMetadata(MetadataSchema, example).secret;
+    return exampleMetadata(GuessMetadataSchema, example).secret;
   }
 
   maxEpisodeTurns(example: TaskExample): number {
-    return exampleMetadata(MetadataSchema, example).max_turns ?? DEFAULT_TURNS;
+    return exampleMetadata(GuessMetadataSchema, example).max_turns ?? DEFAULT_TURNS;
   }
 
   startEpisode(example: TaskExample): ChatMessage[] {

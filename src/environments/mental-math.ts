@@ -36,6 +36,8 @@ export function parseAnswer(action: string): number | null {
 const question = ([a, b]: readonly [number, number]) => `What is ${a} + ${b}?`;
 
 export class MentalMath extends EnvironmentMultiTurn {
+  override readonly exampleSchema = z.object({ metadata: MetadataSchema });
+
   private questions(example: TaskExample) {
     return exampleMetadata(MetadataSchema, example).questions;
   }

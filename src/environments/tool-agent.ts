@@ -29,12 +29,17 @@ const OrderSchema = z.object({
 });
 type Order = z.infer<typeof OrderSchema>;
 
-const MetadataSchema = z.object({
-  customer: z.object({ name: z.string(), email: z.string(), zip: z.string() }),
-  orders: z.array(OrderSchema).min(1),
-  goal: z.object({ tool: z.enum(["refund_order", "cancel_order"]), order_id: z.string() }),
-  max_calls: z.number().int().positive().default(6),
-});
+const MetadataSchema = z
+  .object({
+    customer: z.object({ name: z.string(), email: z.string(), zip: z.string() }),
+    orders: z.array(OrderSchema).min(1),
+    goal: z.object({ tool: z.enum(["refund_order", "cancel_order"]), order_id: z.string() }),
+    max_calls: z.number().int().positive().default(6),
+  })
+  .refine((task) => task.orders.some((order) => order.id === task.goal.order_id), {
+    message: "must be the id of one of metadata.orders",
+    path: ["goal", "order_id"],
+  });
 export type SupportTask = z.infer<typeof MetadataSchema>;
 
 export const TOOLS = {
@@ -236,6 +241,8 @@ function toolCall(name: keyof typeof TOOLS, args: Record<string, unknown>): stri
 }
 
 export class ToolAgent extends EnvironmentMultiTurn {
+  override readonly exampleSchema = z.object({ metadata: MetadataSchema });
+
   maxEpisodeTurns(): number {
     return DEFAULT_TURNS;
   }

@@ -1,13 +1,14 @@
 /**
  * Offline validation of an environment, with no model: the rules `edgeroll env check` reports.
- * The gold target (`sftCompletion`) is replayed as the policy, garbage actions probe the
+ * Every row is checked against the environment's `exampleSchema` first (a row outside it is a
+ * dataset problem, as the API would refuse it with a 422). The gold target (`sftCompletion`) is replayed as the policy, garbage actions probe the
  * parser, and every step is run twice on the same transcript to prove replay determinism.
  */
 import { perTurnRewardsProblem } from "./credit";
 import { EnvironmentMultiTurn } from "./environment";
 import { openEpisode, scoreGroup, turnBudget } from "./episode";
 import { runEpisode } from "./episode-loop";
-import { EnvironmentContractError, errorMessage, SftError } from "./errors";
+import { EnvironmentContractError, ExampleRejectedError, errorMessage, SftError } from "./errors";
 import { buildSftRow } from "./sft";
 import { parseTargetMessages } from "./sft-target";
 import { isSampledAction, type PolicyAction, sampledTurns } from "./transcript";
@@ -169,7 +170,8 @@ export async function checkEnvironment(
   const probe = new DeterminismProbe(env);
   for (const problem of options.datasetProblems ?? []) findings.fail(CHECKS.dataset, problem);
   if (examples.length === 0) findings.fail(CHECKS.dataset, "the dataset has no examples");
-  findings.note(CHECKS.dataset, `${examples.length} examples`);
+  const schema = env.exampleSchema === undefined ? ", no example schema declared" : "";
+  findings.note(CHECKS.dataset, `${examples.length} examples${schema}`);
 
   const goldScores: number[] = [];
   let goldSuccesses = 0;
@@ -189,7 +191,10 @@ export async function checkEnvironment(
       await openEpisode(env, example, promptText);
       opened++;
     } catch (error) {
-      findings.fail(CHECKS.opening, `${where}: ${errorMessage(error)}`);
+      // The row is outside the environment's example schema (or a remote /start said so).
+      if (error instanceof ExampleRejectedError)
+        findings.fail(CHECKS.dataset, `${where}: ${error.message}`);
+      else findings.fail(CHECKS.opening, `${where}: ${errorMessage(error)}`);
       continue;
     }
     try {

@@ -1,5 +1,6 @@
 /** The environment contract: the hooks the episode loop drives, for multi-turn and single-turn tasks. */
 import pMap from "p-map";
+import type { z } from "zod";
 import { defaultSftCompletion } from "./sft-target";
 import type {
   ChatMessage,
@@ -23,6 +24,16 @@ export abstract class EnvironmentMultiTurn {
 
   /** How many `scoreEpisode` calls the default `scoreEpisodes` runs at once. */
   maxScoreConcurrency = 8;
+
+  /**
+   * What an example must hold for this environment to play it, as a zod schema of the row
+   * (`{metadata, output}`; a row without metadata is checked as `metadata: {}`). Checked before
+   * the episode opens, so the API refuses an example outside it with a 422 naming each field,
+   * before anything is stored, and `env check` reports the dataset rows outside it. Declare the
+   * metadata the hooks read, and `output` where the score compares against one. None (the
+   * default) checks nothing: whatever the hooks throw at the opening is the refusal.
+   */
+  readonly exampleSchema?: z.ZodType;
 
   /** The opening messages, e.g. a system prompt and the first user turn. */
   abstract startEpisode(example: TaskExample, promptText: string): MaybePromise<ChatMessage[]>;

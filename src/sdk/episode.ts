@@ -7,6 +7,7 @@ import pMap from "p-map";
 import { z } from "zod";
 import type { EnvironmentMultiTurn } from "./environment";
 import { describeZodError, EnvironmentContractError, errorMessage } from "./errors";
+import { checkExample } from "./example-schema";
 import { isSampledAction } from "./transcript";
 import {
   type ChatMessage,
@@ -46,12 +47,16 @@ export function withPromptText(messages: ChatMessage[], promptText: string): Cha
   return messages.map((m, i) => (i === system ? { ...current, content: promptText } : m));
 }
 
-/** `startEpisode`, validated, with the prompt-text rule applied. */
+/**
+ * `startEpisode`, validated, with the prompt-text rule applied; first the example against the
+ * environment's `exampleSchema` (an `ExampleRejectedError` naming the fields).
+ */
 export async function openEpisode(
   env: EnvironmentMultiTurn,
   example: TaskExample,
   promptText: string,
 ): Promise<ChatMessage[]> {
+  checkExample(env, example);
   const parsed = OpeningMessagesSchema.safeParse(await env.startEpisode(example, promptText));
   if (!parsed.success) {
     throw new EnvironmentContractError("startEpisode", describeZodError(parsed.error));

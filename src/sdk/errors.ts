@@ -46,6 +46,30 @@ export class SftError extends Error {
   override name = "SftError";
 }
 
+/** One field of an example an environment cannot play, by its path in the row (`metadata.secret`). */
+export interface ExampleProblem {
+  /** Dotted, as the row spells it (`metadata.orders.0.id`); empty for the example as a whole. */
+  path: string;
+  message: string;
+}
+
+/**
+ * An environment refuses an example before anything runs: its declared `exampleSchema` does not
+ * hold (or a remote environment's `/start` said so), each problem naming its field.
+ */
+export class ExampleRejectedError extends Error {
+  override name = "ExampleRejectedError";
+  constructor(
+    readonly problems: readonly ExampleProblem[],
+    options?: ErrorOptions,
+  ) {
+    super(
+      problems.map((p) => (p.path === "" ? p.message : `${p.path}: ${p.message}`)).join("; "),
+      options,
+    );
+  }
+}
+
 /** No environment is registered under the requested name. */
 export class UnknownEnvironmentError extends Error {
   override name = "UnknownEnvironmentError";

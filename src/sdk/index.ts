@@ -8,6 +8,7 @@ export * from "./episode";
 export * from "./episode-loop";
 export * from "./errors";
 export * from "./example-metadata";
+export * from "./example-schema";
 export * from "./gold-transcript";
 export * from "./replay";
 export * from "./sft";

@@ -28,7 +28,7 @@ export const ErrorBodySchema = z.object({
   error: z.object({
     code: ErrorCodeSchema,
     message: z.string(),
-    /** For `invalid_request`: each problem, by the path of the field it is in. */
+    /** For `invalid_request` and `example_rejected`: each problem, by the path of the field it is in. */
     details: z.unknown().optional(),
   }),
 });

@@ -178,7 +178,7 @@ describe("the README's own-data commands, from a fresh copy with no token set", 
     );
     expect(rejected.status).toBe(1);
     expect(rejected.stderr).toMatch(
-      /^edgeroll: POST http:\/\/127\.0\.0\.1:8787\/v1\/groups answered 422 example_rejected: environment "guess-number" rejected the example: ZodError: metadata\.secret: /m,
+      /^edgeroll: POST http:\/\/127\.0\.0\.1:8787\/v1\/groups answered 422 example_rejected: environment "guess-number" rejected the example: example\.metadata\.secret: /m,
     );
     expect(rejected.stderr).not.toMatch(/\n\s+at /);
 

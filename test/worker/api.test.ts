@@ -71,7 +71,7 @@ describe("POST /v1/groups refuses bad input, naming the problem, and stores noth
       { ...valid, example: { id: "x", input: "guess" } },
       422,
       "example_rejected",
-      /environment "guess-number" rejected the example: ZodError: metadata\.secret: /,
+      /environment "guess-number" rejected the example: example\.metadata\.secret: /,
     ],
   ];
   for (const [what, body, status, code, message] of cases) {

@@ -138,6 +138,39 @@ describe("remote environments", () => {
     expect(body.error.message).toMatch(/remote-down/);
   });
 
+  it("refuse at /start as a built-in environment does: a 422 naming the fields, storing nothing", async () => {
+    const named = await postGroup({
+      env: "guess-number-remote",
+      example: { id: "remote-refused-1", input: "Find it.", metadata: { secret: 500 } },
+      group_size: 1,
+      sampling,
+    });
+    expect(named.status).toBe(422);
+    const body: Json = await named.json();
+    expect(body.error).toMatchObject({
+      code: "example_rejected",
+      details: [{ path: "example.metadata.secret", message: expect.stringMatching(/100/) }],
+    });
+    expect(body.error.message).toMatch(
+      /^environment "guess-number-remote" rejected the example: example\.metadata\.secret: /,
+    );
+    // A refusal that names no field is about the example as a whole.
+    const bare = await postGroup({
+      env: "guess-number-remote",
+      example: faulty("remote-refused-2", "refuse"),
+      group_size: 1,
+      sampling,
+    });
+    expect(bare.status).toBe(422);
+    expect(((await bare.json()) as Json).error.details).toEqual([
+      { path: "example", message: "this server plays no such example" },
+    ]);
+    const stored = await env.DB.prepare(
+      "SELECT COUNT(*) AS n FROM groups WHERE example_id LIKE 'remote-refused-%'",
+    ).first<{ n: number }>();
+    expect(stored?.n).toBe(0);
+  });
+
   it("takes no URLs from callers", async () => {
     const response = await postGroup({
       env: "http://127.0.0.1:1/",

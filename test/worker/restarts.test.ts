@@ -1,12 +1,14 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import "../../fixtures/register";
+import { configFrom } from "../../src/config";
 import { GuessNumber } from "../../src/environments/guess-number";
 import { registerEnvironment } from "../../src/environments/registry";
 import { rolloutGroup } from "../../src/rollout/bindings";
 import type { LiveEpisode } from "../../src/rollout/group-api";
 import type { RolloutGroup } from "../../src/rollout/group-object";
-import { TERMINAL_STATES } from "../../src/rollout/outcomes";
+import { END, TERMINAL_STATES } from "../../src/rollout/outcomes";
 import type { EnvironmentEpisode, TaskExample } from "../../src/sdk";
 import { getGroup, groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
 
@@ -138,6 +140,61 @@ describe("restarts", () => {
     expect(group.status).toBe("landed");
     expect(group.episodes.reduce((sum: number, e: Json) => sum + e.redispatches, 0)).toBe(lost);
     await expectLandedOnce(id, 2);
+  });
+
+  it("fails an episode redispatch_limit when its generations are lost to more restarts than MAX_REDISPATCHES; the rest land", async () => {
+    const { MAX_REDISPATCHES } = configFrom(env);
+    const losses = MAX_REDISPATCHES + 1;
+    // Every episode parks on a Retry-After at each of turns 1..losses (marathon episodes run their
+    // whole budget, so none ends before); each time, episode 0's generation is lost with its
+    // instance, as a killed process loses a request in flight.
+    const parks = Array.from({ length: losses }, (_, t) => `fail:503:1@${t + 1}`).join("+");
+    const id = await startGroup({
+      env: "marathon",
+      example: {
+        id: "redispatch-limit",
+        input: "Keep going.",
+        metadata: { turns: losses + 2, reply_bytes: 20 },
+      },
+      group_size: 3,
+      sampling: { model: `sim+${parks}+retryafter:1.5`, temperature: 1, seed: 17 },
+    });
+    for (let turn = 1; turn <= losses; turn++) {
+      await until(async () => {
+        const states = await episodeStates(id);
+        const open = states.filter((e) => !TERMINAL_STATES.includes(e.status));
+        const first = states[0];
+        return (
+          open.every((e) => e.retryAt !== null) && first?.turns === turn && first.retryAt !== null
+        );
+      });
+      await evictDurableObject(groupStub(id));
+      const flipped = await runInDurableObject(
+        groupStub(id),
+        (_instance, state) =>
+          state.storage.sql.exec(
+            "UPDATE generations SET state = 'sent', retry_at = NULL WHERE idx = 0 AND state = 'waiting'",
+          ).rowsWritten,
+      );
+      expect(flipped).toBe(1);
+    }
+
+    const group = await waitForGroup(id);
+    expect(group.status).toBe("landed");
+    const [lost, ...rest] = group.episodes;
+    expect(lost).toMatchObject({
+      state: "failed",
+      failure_reason: END.redispatch_limit,
+      failure_detail: `generation lost to ${losses} restarts`,
+      redispatches: MAX_REDISPATCHES,
+      turns: losses,
+    });
+    expect(rest.map((e: Json) => [e.state, e.end_reason, e.turns, e.redispatches])).toEqual(
+      rest.map(() => ["completed", END.max_turns, losses + 2, 0]),
+    );
+    expect(rest.every((e: Json) => e.score === 1)).toBe(true);
+    await expectLandedOnce(id, 3);
+    expect(await storageTables(groupStub(id))).toEqual([]);
   });
 
   it("an object evicted mid-scoring resumes, grades and lands exactly once", async () => {

@@ -22,6 +22,14 @@ from freesolo.environments import (
     RewardResult,
 )
 
+try:  # edgeroll's refusal of an example it cannot play: /start answers 422 naming the field
+    from edgeroll_env import ExampleRejected
+except ImportError:  # under Flash alone, a ValueError with the same message
+
+    class ExampleRejected(ValueError):  # type: ignore[no-redef]
+        def __init__(self, problems: dict[str, str]) -> None:
+            super().__init__("; ".join(f"{path}: {why}" for path, why in problems.items()))
+
 LOWEST = 1
 HIGHEST = 100
 DEFAULT_TURNS = 7
@@ -80,18 +88,19 @@ def is_sampled(message: Any) -> bool:
 
 def _whole(value: Any, field: str, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ValueError(f"{field}: expected an integer, got {value!r}")
+        raise ExampleRejected({field: f"expected an integer, got {value!r}"})
     if value < low or (high is not None and value > high):
         bound = f"from {low} to {high}" if high is not None else f">= {low}"
-        raise ValueError(f"{field}: must be {bound}, got {value!r}")
+        raise ExampleRejected({field: f"must be {bound}, got {value!r}"})
     return int(value)
 
 
 def task_of(example: TaskExample) -> tuple[int, int]:
-    """(secret, max_turns) from the example's metadata, each problem naming its field."""
+    """(secret, max_turns) from the example's metadata; an example without them is refused,
+    naming the field (at /start, a 422 example_rejected: edgeroll stores nothing)."""
     metadata = example.metadata or {}
     if "secret" not in metadata:
-        raise ValueError("metadata.secret: required")
+        raise ExampleRejected({"metadata.secret": "required"})
     secret = _whole(metadata["secret"], "metadata.secret", LOWEST, HIGHEST)
     if "max_turns" not in metadata:
         return secret, DEFAULT_TURNS

@@ -3,10 +3,12 @@
  * retried with the same Idempotency-Key, and every answer checked against the protocol's schema.
  * What went wrong is classified for the episode's end reason: `unavailable` (nothing usable
  * answered: refused connections, 429/502/503/504 past the retries), `timed_out` (the deadline
- * ran out) or `failed` (the environment answered, and the answer was an error or garbage).
+ * ran out) or `failed` (the environment answered, and the answer was an error or garbage). A 4xx
+ * `example_rejected` (the environment cannot play the example, `/start`) is the SDK's
+ * `ExampleRejectedError`, naming the fields, as a built-in environment's schema would.
  */
 import type { z } from "zod";
-import { errorMessage } from "../../sdk";
+import { ExampleRejectedError, errorMessage } from "../../sdk";
 import { backoffDelayMs, sleep } from "../../utils/backoff";
 import { parseRetryAfter } from "../../utils/retry-after";
 import { ErrorBodySchema } from "./protocol";
@@ -92,8 +94,11 @@ export async function callRemote<S extends z.ZodType>(
       await sleep(wait);
       continue;
     }
-    if (!response.ok)
+    if (!response.ok) {
+      const refusal = response.status < 500 ? exampleRefusal(text) : null;
+      if (refusal !== null) throw refusal;
       throw new RemoteEnvError("failed", `${what} answered ${response.status}${detailOf(text)}`);
+    }
     return parsed(what, text, answer);
   }
   if (Date.now() >= deadline)
@@ -102,6 +107,22 @@ export async function callRemote<S extends z.ZodType>(
       `${what} ran past ${timeoutMs / 1000} s${last ? ` (${last})` : ""}`,
     );
   throw new RemoteEnvError("unavailable", `${what}: ${last || "no answer"}, retries exhausted`);
+}
+
+/** An `example_rejected` answer's fields (its message alone when it names none), or null. */
+function exampleRefusal(text: string): ExampleRejectedError | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const body = ErrorBodySchema.safeParse(json);
+  if (!body.success || body.data.error.code !== "example_rejected") return null;
+  const { message, details } = body.data.error;
+  return new ExampleRejectedError(
+    details?.length ? details : [{ path: "", message: message || "rejected" }],
+  );
 }
 
 /** The server's `{error: {code, message}}`, or the start of whatever it sent instead. */

@@ -79,7 +79,15 @@ export const ScoreResponseSchema = z.object({
 });
 
 export const ErrorBodySchema = z.object({
-  error: z.object({ code: z.string(), message: z.string() }),
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    /**
+     * `example_rejected` (a 422 from `/start`): each field of the example the environment cannot
+     * play, by its dotted path in the example (`metadata.secret`).
+     */
+    details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  }),
 });
 
 /** Every message by the name the protocol document gives it, for `docs/remote-env-schema/`. */

@@ -1,0 +1,143 @@
+// The predicates behind the load and crash runs' `ok`: a deliberately broken build (every episode
+// failing) must make both runs fail, and so must any one failed episode or idle kill.
+import { describe, expect, it } from "vitest";
+import { crashVerdict, type EpisodeEnds, loadVerdict } from "../../reliability/verdicts";
+
+const GROUPS = 40;
+const SIZE = 8;
+const EPISODES = GROUPS * SIZE;
+
+const healthyLoad = {
+  date: "2026-12-01T00:00:00.000Z",
+  short: true,
+  groups: GROUPS,
+  groupSize: SIZE,
+  started: GROUPS,
+  landed: GROUPS,
+  failedGroups: 0,
+  served: GROUPS,
+  episodes: EPISODES,
+  distinctEpisodes: EPISODES,
+  lost: 0,
+  duplicated: 0,
+  episodeEnds: { completed: EPISODES, truncated: 0, failed: 0 },
+  peakInFlightEpisodes: EPISODES,
+  seconds: 30,
+  turns: 1600,
+  turnsPerSecond: 53,
+  overheadMs: { count: 1300, p50: 20, p99: 90, mean: 25 },
+  latency: { ttftMs: 250, msPerToken: 10, msPerPromptToken: 0.05 },
+};
+
+const kill = (atSeconds: number, midEpisode: number) => ({
+  atSeconds,
+  started: 12,
+  midEpisode,
+  scoring: 0,
+  landedBefore: 4,
+});
+
+const healthyCrash = {
+  date: "2026-12-01T00:00:00.000Z",
+  short: true,
+  groups: GROUPS,
+  groupSize: SIZE,
+  maxRedispatches: 20,
+  kills: [kill(3, 4), kill(6, 7), kill(9, 5)],
+  seconds: 40,
+  groupRows: GROUPS,
+  landedGroups: GROUPS,
+  failedGroups: 0,
+  episodes: EPISODES,
+  expectedEpisodes: EPISODES,
+  duplicatedEpisodes: 0,
+  brokenTranscripts: 0,
+  unaccountedEpisodes: 0,
+  episodeEnds: { completed: EPISODES, truncated: 0, failed: 0 },
+  redispatches: 60,
+  failureReasons: {},
+};
+
+/** What a build whose every episode fails produces: every group lands, as failed. */
+const allFailed: EpisodeEnds = { completed: 0, truncated: 0, failed: EPISODES };
+
+describe("the load run's verdict", () => {
+  it("passes a run where every group landed and every episode completed", () => {
+    expect(loadVerdict(healthyLoad)).toEqual({ ok: true, problems: [] });
+  });
+
+  it("fails a deliberately broken build: every episode failed, every group landed as failed", () => {
+    const broken = { ...healthyLoad, landed: 0, failedGroups: GROUPS, episodeEnds: allFailed };
+    expect(loadVerdict(broken)).toEqual({
+      ok: false,
+      problems: [
+        `0 of ${GROUPS} groups landed`,
+        `${GROUPS} groups landed as failed`,
+        `0 of ${EPISODES} episodes completed (0 truncated, ${EPISODES} failed)`,
+      ],
+    });
+  });
+
+  it("fails one failed episode in a group that landed", () => {
+    const one = {
+      ...healthyLoad,
+      episodeEnds: { completed: EPISODES - 1, truncated: 0, failed: 1 },
+    };
+    expect(loadVerdict(one).ok).toBe(false);
+  });
+
+  it("fails a lost or duplicated episode, and a group never served", () => {
+    expect(loadVerdict({ ...healthyLoad, lost: 1 }).problems).toEqual(["1 episodes lost"]);
+    expect(loadVerdict({ ...healthyLoad, duplicated: 2 }).problems).toEqual([
+      "2 episodes served twice",
+    ]);
+    expect(loadVerdict({ ...healthyLoad, served: GROUPS - 1 }).ok).toBe(false);
+  });
+});
+
+describe("the crash run's verdict", () => {
+  it("passes a run where every group landed once, every episode completed, every kill mid-episode", () => {
+    expect(crashVerdict(healthyCrash)).toEqual({ ok: true, problems: [] });
+  });
+
+  it("fails a deliberately broken build: every episode failed, every group landed as failed", () => {
+    const broken = {
+      ...healthyCrash,
+      landedGroups: 0,
+      failedGroups: GROUPS,
+      episodeEnds: allFailed,
+      failureReasons: { env_error: EPISODES },
+    };
+    expect(crashVerdict(broken)).toEqual({
+      ok: false,
+      problems: [
+        `0 of ${GROUPS} groups landed`,
+        `${GROUPS} groups landed as failed`,
+        `0 of ${EPISODES} episodes completed (0 truncated, ${EPISODES} failed)`,
+      ],
+    });
+  });
+
+  it("fails an episode the kills failed: redispatch_limit is not expected of them", () => {
+    const lost = {
+      ...healthyCrash,
+      episodeEnds: { completed: EPISODES - 1, truncated: 0, failed: 1 },
+      failureReasons: { redispatch_limit: 1 },
+    };
+    expect(crashVerdict(lost).ok).toBe(false);
+    expect(crashVerdict({ ...healthyCrash, maxRedispatches: 3 }).problems).toEqual([
+      "3 kills but MAX_REDISPATCHES 3: kills could fail episodes",
+    ]);
+  });
+
+  it("fails a run whose kills found nothing mid-episode: they tested nothing", () => {
+    const late = { ...healthyCrash, kills: [kill(3, 4), kill(30, 0), kill(33, 0)] };
+    expect(crashVerdict(late).problems).toEqual(["2 of 3 kills found no group mid-episode"]);
+  });
+
+  it("fails a duplicated or broken transcript, and a group without its D1 row", () => {
+    expect(crashVerdict({ ...healthyCrash, duplicatedEpisodes: 1 }).ok).toBe(false);
+    expect(crashVerdict({ ...healthyCrash, brokenTranscripts: 1 }).ok).toBe(false);
+    expect(crashVerdict({ ...healthyCrash, groupRows: GROUPS - 1 }).ok).toBe(false);
+  });
+});
