@@ -62,6 +62,7 @@ export default defineConfig({
           globalSetup: ["test/setup/inference-host.ts", "test/setup/remote-env-host.ts"],
           setupFiles: ["test/setup/d1-migrations.ts"],
           testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {
@@ -78,6 +79,7 @@ export default defineConfig({
             "test/reliability/**/*.test.ts",
           ],
           testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
     ],
