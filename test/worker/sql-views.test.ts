@@ -3,7 +3,14 @@ import type { EpisodePage } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
 import { api, getJson, guessExample, d1 as rows, startGroup, waitForGroup } from "./helpers";
 
+/** env_summary's guess-number row before this file's groups landed (other files share D1). */
+let guessNumberBefore: { runs: number; groups: number; episodes: number };
+
 beforeAll(async () => {
+  const [summary] = await rows<typeof guessNumberBefore>(
+    "SELECT runs, groups, episodes FROM env_summary WHERE env = 'guess-number'",
+  );
+  guessNumberBefore = summary ?? { runs: 0, groups: 0, episodes: 0 };
   const groups = [
     {
       env: "guess-number",
@@ -83,8 +90,13 @@ describe("SQL views over episode logs", () => {
       { policy_version: 1, episodes: 3 },
       { policy_version: 2, episodes: 3 },
     ]);
+    // This file's run, its two guess-number groups and their six episodes.
     const [summary] = await rows("SELECT * FROM env_summary WHERE env = 'guess-number'");
-    expect(summary).toMatchObject({ runs: 1, groups: 2, episodes: 6 });
+    expect(summary).toMatchObject({
+      runs: guessNumberBefore.runs + 1,
+      groups: guessNumberBefore.groups + 2,
+      episodes: guessNumberBefore.episodes + 6,
+    });
   });
 });
 
