@@ -24,10 +24,13 @@ export const TOKENS = {
   reader: "test-token-reader",
 };
 
-/** The API's one error body (src/api/errors.ts). */
-export interface ErrorBody {
-  error: { code: string; message: string; details?: unknown };
+/** The API's one error body (src/views/error-body.ts); `details` as the refusal gives them. */
+export interface ErrorBody<Details = unknown> {
+  error: { code: string; message: string; details?: Details };
 }
+
+/** The details of a refusal that names the fields it refused. */
+export type FieldProblems = { path: string; message: string }[];
 
 /** An answer's status and its JSON body, read as the type its route answers with. */
 export interface Answer<T> {
@@ -62,8 +65,10 @@ export async function post<T>(
 }
 
 /** The error a refused call answered with. */
-export async function errorOf(response: Response): Promise<ErrorBody["error"]> {
-  return (await response.json<ErrorBody>()).error;
+export async function errorOf<Details = unknown>(
+  response: Response,
+): Promise<ErrorBody<Details>["error"]> {
+  return (await response.json<ErrorBody<Details>>()).error;
 }
 
 export async function postGroup(

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import type { EpisodeView, GroupView, StartGroupInput } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
 import {
+  count,
   episodesOf,
   errorOf,
   getEpisode,
@@ -159,12 +160,12 @@ describe("remote environments", () => {
       sampling,
     });
     expect(named.status).toBe(422);
-    const body: Json = await named.json();
-    expect(body.error).toMatchObject({
+    const error = await errorOf(named);
+    expect(error).toMatchObject({
       code: "example_rejected",
       details: [{ path: "example.metadata.secret", message: expect.stringMatching(/100/) }],
     });
-    expect(body.error.message).toMatch(
+    expect(error.message).toMatch(
       /^environment "guess-number-remote" rejected the example: example\.metadata\.secret: /,
     );
     // A refusal that names no field is about the example as a whole.
@@ -175,13 +176,12 @@ describe("remote environments", () => {
       sampling,
     });
     expect(bare.status).toBe(422);
-    expect(((await bare.json()) as Json).error.details).toEqual([
+    expect((await errorOf(bare)).details).toEqual([
       { path: "example", message: "this server plays no such example" },
     ]);
-    const stored = await env.DB.prepare(
-      "SELECT COUNT(*) AS n FROM groups WHERE example_id LIKE 'remote-refused-%'",
-    ).first<{ n: number }>();
-    expect(stored?.n).toBe(0);
+    expect(
+      await count("SELECT COUNT(*) AS n FROM groups WHERE example_id LIKE 'remote-refused-%'"),
+    ).toBe(0);
   });
 
   it("takes no URLs from callers", async () => {

@@ -165,7 +165,7 @@ describe("restarts", () => {
         return (
           open.every((e) => e.retryAt !== null) && first?.turns === turn && first.retryAt !== null
         );
-      });
+      }, `episode 0 parked at turn ${turn}`);
       await evictDurableObject(groupStub(id));
       const flipped = await runInDurableObject(
         groupStub(id),
@@ -187,10 +187,10 @@ describe("restarts", () => {
       redispatches: MAX_REDISPATCHES,
       turns: losses,
     });
-    expect(rest.map((e: Json) => [e.state, e.end_reason, e.turns, e.redispatches])).toEqual(
+    expect(rest.map((e) => [e.state, e.end_reason, e.turns, e.redispatches])).toEqual(
       rest.map(() => ["completed", END.max_turns, losses + 2, 0]),
     );
-    expect(rest.every((e: Json) => e.score === 1)).toBe(true);
+    expect(rest.every((e) => e.score === 1)).toBe(true);
     await expectLandedOnce(id, 3);
     expect(await storageTables(groupStub(id))).toEqual([]);
   });
