@@ -4,7 +4,6 @@ import { describe, expect, it } from "vitest";
 import "../../fixtures/register";
 import { configFrom } from "../../src/config";
 import { GuessNumber } from "../../src/environments/guess-number";
-import { registerEnvironment } from "../../src/environments/registry";
 import { rolloutGroup } from "../../src/rollout/bindings";
 import type { LiveEpisode } from "../../src/rollout/group-api";
 import type { RolloutGroup } from "../../src/rollout/group-object";
@@ -20,6 +19,7 @@ import {
   until,
   waitForGroup,
 } from "./helpers";
+import { registerTestEnvironment } from "./test-environments";
 
 /**
  * Guess-number whose first grading of each example hangs, past SCORE_TIMEOUT_S, until the test
@@ -36,7 +36,7 @@ class SlowFirstScoring extends GuessNumber {
     return super.scoreEpisodes(example, episodes);
   }
 }
-registerEnvironment("slow-first-scoring", () => new SlowFirstScoring());
+registerTestEnvironment("slow-first-scoring", () => new SlowFirstScoring());
 
 async function expectLandedOnce(id: string, episodes: number): Promise<void> {
   expect(await count("SELECT COUNT(*) AS n FROM groups WHERE id = ?", id)).toBe(1);

@@ -2,7 +2,6 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { EpisodeView, GroupView } from "../../src/client/edgeroll-client";
 import { GuessNumber, parseGuess } from "../../src/environments/guess-number";
-import { registerEnvironment } from "../../src/environments/registry";
 import { END } from "../../src/rollout/outcomes";
 import {
   assembleEpisode,
@@ -24,6 +23,7 @@ import {
   until,
   waitForGroup,
 } from "./helpers";
+import { registerTestEnvironment } from "./test-environments";
 
 /** Rebuilds the episode the scorer saw from a landed transcript, to grade it independently. */
 function rebuild(episode: EpisodeView) {
@@ -177,7 +177,7 @@ class ThrowsOnOddGuesses extends GuessNumber {
     return super.stepEpisode(example, messages, response);
   }
 }
-registerEnvironment("throws-on-odd-first-guess", () => new ThrowsOnOddGuesses());
+registerTestEnvironment("throws-on-odd-first-guess", () => new ThrowsOnOddGuesses());
 
 describe("environment failures", () => {
   it("fail only the episode whose environment threw; the rest of the group lands", async () => {

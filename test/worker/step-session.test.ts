@@ -6,7 +6,6 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { StepSessionApi, StepWorkerApi } from "../../src/env-workers/step-worker";
 import { GuessNumber } from "../../src/environments/guess-number";
-import { registerEnvironment } from "../../src/environments/registry";
 import { stepWorker } from "../../src/rollout/bindings";
 import { EpisodeStepSession, STEPS_PER_SESSION } from "../../src/rollout/step-session";
 import {
@@ -16,6 +15,7 @@ import {
   type TaskExample,
 } from "../../src/sdk";
 import { guessExample } from "./helpers";
+import { registerTestEnvironment } from "./test-environments";
 
 /** Counts the steps each environment instance has served: 1 every time if none is reused. */
 class CountsItsSteps extends GuessNumber {
@@ -25,7 +25,7 @@ class CountsItsSteps extends GuessNumber {
     return { ...result, metadata: { ...result.metadata, served: ++this.served } };
   }
 }
-registerEnvironment("counts-its-steps", () => new CountsItsSteps());
+registerTestEnvironment("counts-its-steps", () => new CountsItsSteps());
 
 /**
  * Guess-number whose steps wait, past any timeout in these tests, until the test lets them go
@@ -42,7 +42,7 @@ class StepsSlowly extends GuessNumber {
     return late() as never;
   }
 }
-registerEnvironment("steps-slowly", () => new StepsSlowly());
+registerTestEnvironment("steps-slowly", () => new StepsSlowly());
 
 const worker = stepWorker(env);
 const example = guessExample("session", 100);
