@@ -29,18 +29,23 @@ async function landRun(
   count: number,
   env: "guess-number" | "exact-answer" = "guess-number",
 ) {
+  // Keyed starts, which the client retries: a connection the Worker closed as idle just as a
+  // start went out on it is tried again, as a trainer's would be.
   const started = await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      api.startGroup({
-        env,
-        example:
-          env === "guess-number"
-            ? { id: `${run}-${i}`, input: "Find the number.", metadata: { secret: 10 + i * 17 } }
-            : { id: `${run}-${i}`, input: `What is ${i} * 7?`, output: String(i * 7) },
-        group_size: 4,
-        run_id: run,
-        sampling: { model: "sim", temperature: 1, seed: 100 + i },
-      }),
+      api.startGroup(
+        {
+          env,
+          example:
+            env === "guess-number"
+              ? { id: `${run}-${i}`, input: "Find the number.", metadata: { secret: 10 + i * 17 } }
+              : { id: `${run}-${i}`, input: `What is ${i} * 7?`, output: String(i * 7) },
+          group_size: 4,
+          run_id: run,
+          sampling: { model: "sim", temperature: 1, seed: 100 + i },
+        },
+        { idempotencyKey: `${run}-${i}` },
+      ),
     ),
   );
   return Promise.all(

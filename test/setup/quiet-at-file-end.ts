@@ -1,7 +1,7 @@
-// Runs with each workerd test file. The files share one runtime (vitest.config.ts, `isolate:
-// false`): its D1, its objects and their alarms. So that the next file starts as a fresh runtime
-// would, with no group of this one landing into its counts, a file ends only once none of the
-// groups it started is still running.
+// Runs with each workerd test file. The files a worker runs share its runtime (vitest.config.ts,
+// `isolate: false`): its D1, its objects and their alarms. So that the next file starts as a
+// fresh runtime would, with no group of this one landing into its counts, a file ends only once
+// none of the groups it started is still running.
 import { env } from "cloudflare:workers";
 import { afterAll } from "vitest";
 
