@@ -43,9 +43,10 @@ beforeAll(async () => {
   state = mkdtempSync(join(tmpdir(), "edgeroll-python-env-"));
   stack = await startLocalStack({
     persistTo: state,
-    // Seconds, so the hanging environment's episodes time out within the test; enough that a
-    // healthy step on a loaded machine (two test files at a time) does not.
-    vars: { REMOTE_ENVS: JSON.stringify(remote), STEP_TIMEOUT_S: "6" },
+    // Seconds, so the hanging environment's episodes (SLOW_S, 20 s) time out within the test;
+    // enough that a healthy step on a loaded machine does not: CI once saw a /start of the
+    // AgentEnv (433 ms for the whole test here) pass 6 s with two test files running.
+    vars: { REMOTE_ENVS: JSON.stringify(remote), STEP_TIMEOUT_S: "15" },
     secrets: { REMOTE_ENV_TOKEN: TOKEN },
   });
   api = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin });
