@@ -74,6 +74,19 @@ export interface Directives {
   foreignVocab: boolean;
 }
 
+/** The one model name the simulator plays; directives follow it, as in `sim+fail:503:2`. */
+export const SIM_MODEL = "sim";
+
+/**
+ * Why the simulator will not answer for `model`, or null when it plays it. It plays one model,
+ * `sim`, so a real model's name (`--model Qwen/Qwen3-8B`) is refused as vLLM refuses a model
+ * it does not serve, rather than played perfectly under another's name.
+ */
+export function unknownModel(model: string): string | null {
+  if (parseModel(model).name === SIM_MODEL) return null;
+  return `The model \`${model}\` does not exist. edgeroll's simulator plays one model, \`${SIM_MODEL}\` (the CLI's default --model; directives may follow it, e.g. \`${SIM_MODEL}+think\`, docs/simulator.md). For another model, run against a host that serves it: npm run dev -- --inference-url <url>`;
+}
+
 export function parseModel(model: string): { name: string; directives: Directives } {
   const [name = model, ...parts] = model.split("+");
   const directives: Directives = {
