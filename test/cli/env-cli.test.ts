@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../src/cli/ports";
 import { ProjectCopy } from "./project-copy";
 
 let project: ProjectCopy;
@@ -21,10 +22,15 @@ describe("edgeroll env check", () => {
     expect(result.status).toBe(0);
   });
 
-  it("refuses an unknown environment, naming the registered ones", () => {
-    const result = project.edgeroll("env", "check", "no-such-env");
+  it("refuses an unknown environment, naming the registered ones", async () => {
+    // No Worker there (another test's stack may hold the default port).
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const result = project.edgerollWith({ EDGEROLL_URL: url }, "env", "check", "no-such-env");
     expect(result.status).toBe(1);
-    expect(result.stderr).toMatch(/unknown environment "no-such-env" \(registered: .*guess-number/);
+    // Not registered here, so the Worker is asked for its remote ones; none answers in the copy.
+    expect(result.stderr).toMatch(
+      /unknown environment "no-such-env" \(registered here: .*guess-number.*\); nothing answered at http:\/\/127\.0\.0\.1:\d+ to ask for its remote environments \(start it with `npm run dev`/,
+    );
   });
 
   it("reads another dataset with --dataset and reports its bad rows", () => {

@@ -43,4 +43,23 @@ describe("edgeroll run's rate and notes", () => {
     expect(runNotes(progress, "guess-number", "sim")).toHaveLength(1);
     expect(runNotes({ ...progress, rewardSum: 4 }, "my-env", "sim+latency:5")).toHaveLength(1);
   });
+
+  it("says what the failures said, one of each reason: a host's refusal names its fix", () => {
+    const progress = {
+      ...emptyProgress(1),
+      done: 1,
+      failedGroups: 1,
+      episodes: 2,
+      failedEpisodes: 2,
+      failures: { inference_rejected: 2 },
+      failureDetails: {
+        inference_rejected:
+          "inference host answered 404: The model `Qwen/Qwen3-8B` does not exist. edgeroll's simulator plays one model, `sim`",
+      },
+    };
+    const [note] = runNotes(progress, "guess-number", "Qwen/Qwen3-8B");
+    expect(note).toMatch(
+      /^Every episode failed\. What the failures said, one of each: inference_rejected: inference host answered 404: The model `Qwen\/Qwen3-8B` does not exist/,
+    );
+  });
 });
