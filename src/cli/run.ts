@@ -53,6 +53,22 @@ export function defaultRunId(env: string, dataset: string): string {
   return name.startsWith(env) ? name : `${env}-${name}`;
 }
 
+/**
+ * A failure's detail as a person reads it: a host's JSON error body (`inference host answered
+ * 404: {"error":{"message":...}}`) is shown by its message.
+ */
+export function readableDetail(detail: string): string {
+  const found = /^(.*?answered \d+): (\{[\s\S]*\})\s*$/.exec(detail);
+  if (!found) return detail;
+  try {
+    const body = JSON.parse(found[2] as string) as { error?: { message?: unknown } | string };
+    const message = typeof body.error === "string" ? body.error : body.error?.message;
+    return typeof message === "string" ? `${found[1]}: ${message}` : detail;
+  } catch {
+    return detail;
+  }
+}
+
 /** What the summary table cannot say: why data may not reach a trainer, or score nothing. */
 export function runNotes(progress: JobProgress, env: string, model: string): string[] {
   const notes: string[] = [];
@@ -60,7 +76,7 @@ export function runNotes(progress: JobProgress, env: string, model: string): str
   if (reasons.length > 0) {
     const all = progress.failedEpisodes === progress.episodes ? "Every episode failed. " : "";
     notes.push(
-      `${all}What the failures said, one of each: ${reasons.map(([reason, detail]) => `${reason}: ${detail.slice(0, 400)}`).join("; ")}`,
+      `${all}What the failures said, one of each: ${reasons.map(([reason, detail]) => `${reason}: ${readableDetail(detail).slice(0, 400)}`).join("; ")}`,
     );
   }
   const landed = progress.done - progress.failedGroups;
