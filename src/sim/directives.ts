@@ -43,7 +43,9 @@
  *                    another host mean other text here; the text and the play are unchanged
  *
  * A counted fault may be limited to one turn with `@T`: `fail:503:1@2` fails only requests
- * whose transcript already holds two assistant messages.
+ * whose transcript already holds two assistant messages. A part it does not know is ignored,
+ * so `sim+tag:<name>` gives requests a model name of their own (the simulator counts requests
+ * by model name) and plays them as `sim`.
  */
 /** What can go wrong with one request: an error status, or how the answer breaks. */
 export type Fault = `error_${number}` | "hang" | "stall" | "reset" | "malformed" | "cut";
