@@ -3,16 +3,16 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { type AuthVariables, authorize, tokenFromQuery } from "./api/auth";
 import { batchRoutes } from "./api/batches";
+import { environmentRoutes } from "./api/environments";
 import { episodeRoutes } from "./api/episodes";
 import { ApiError, renderError } from "./api/errors";
 import { groupRoutes } from "./api/groups";
+import { jsonBody } from "./api/json-body";
 import { runRoutes } from "./api/runs";
 import { utf8Body } from "./api/utf8-body";
 import { dashboardRoutes } from "./dashboard/routes";
-import { environmentsOf } from "./env-workers/environments";
-import { environmentNames } from "./environments/registry";
 import { errorBody } from "./views/error-body";
-import { environmentsView, healthView } from "./views/responses";
+import { healthView } from "./views/responses";
 
 /** Requests carry one example and its settings; anything larger is a mistake or an attack. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -21,9 +21,14 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 const GROUP_PATHS = /^\/v1\/groups\/[^/]+$/;
 /** Producer and trainer both follow their run: its progress and pacing, and its policy. */
 const RUN_PATHS = /^\/v1\/runs\/[^/]+(\/policy)?$/;
+/** Every caller may list the environments it can name (a trainer filters leases by them). */
+const ENVIRONMENT_LIST = "/v1/environments";
+/** Where a remote environment is served is for those who start groups in it. */
+const ENVIRONMENT_PATHS = /^\/v1\/environments\/[^/]+$/;
 const readers = authorize("reader");
 const groupFollowers = authorize("reader", "producer");
-const runFollowers = authorize("reader", "producer", "trainer");
+const producers = authorize("producer");
+const anyRole = authorize("reader", "producer", "trainer");
 
 export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .use(
@@ -36,25 +41,26 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   )
   .use(utf8Body)
   // Who may do what: producers start groups, trainers take batches, readers read.
-  .on("POST", "/v1/groups", authorize("producer"))
+  .on("POST", ["/v1/groups", "/v1/environments/*"], producers)
   .use("/v1/batches/*", authorize("trainer"))
   // The trainer says which policy it trains: the run's version, its lag limit, a pause.
   .on("POST", "/v1/runs/*", authorize("trainer"))
   .on("GET", "/v1/*", (c, next) => {
     const path = c.req.path;
-    const allowed = RUN_PATHS.test(path)
-      ? runFollowers
-      : GROUP_PATHS.test(path)
-        ? groupFollowers
-        : readers;
+    const allowed =
+      RUN_PATHS.test(path) || path === ENVIRONMENT_LIST
+        ? anyRole
+        : GROUP_PATHS.test(path)
+          ? groupFollowers
+          : ENVIRONMENT_PATHS.test(path)
+            ? producers
+            : readers;
     return allowed(c, next);
   })
   .on("GET", ["/", "/groups/*", "/episodes/*"], tokenFromQuery, authorize("reader"))
+  .use("/v1/*", jsonBody)
   .get("/healthz", (c) => c.json(healthView()))
-  .get("/v1/environments", (c) => {
-    const remote = environmentsOf(c.env);
-    return c.json(environmentsView(environmentNames(remote), [...remote.targets.keys()]));
-  })
+  .route("/v1", environmentRoutes)
   .route("/v1", groupRoutes)
   .route("/v1", episodeRoutes)
   .route("/v1", runRoutes)

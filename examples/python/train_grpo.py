@@ -102,7 +102,11 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except EdgerollError as error:  # the API's own message names the problem
-        hint = " (set EDGEROLL_TOKEN or pass --token)" if error.status in (401, 403) else ""
-        sys.exit(f"train_grpo: {error}{hint}")
+        hints = {
+            401: " (the server does not know this token: for a local stack, leave EDGEROLL_TOKEN"
+                 " unset and the client finds the stack's own, or pass --token $(npx edgeroll token))",
+            403: " (this token lacks the trainer role: pass --token $(npx edgeroll token --role trainer))",
+        }
+        sys.exit(f"train_grpo: {error}{hints.get(error.status, '')}")
     except urllib.error.URLError as error:
         sys.exit(f"train_grpo: nothing answered ({error.reason}): is edgeroll running? (npm run dev)")

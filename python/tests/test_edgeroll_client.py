@@ -88,6 +88,23 @@ class DiscoverToken(unittest.TestCase):
             self.assertEqual(discover_token("http://localhost:8787"), "local-admin")
             self.assertIsNone(discover_token("https://edgeroll.example.com"))
 
+    def test_a_url_finds_the_token_of_the_stack_serving_it(self) -> None:
+        # A second stack (npm run dev -- --port 8788 --persist-to .wrangler/state-2) notes itself.
+        second = Path(self.dir.name) / ".wrangler" / "state-2"
+        second.mkdir(parents=True)
+        (second / LOCAL_TOKENS_FILE).write_text(json.dumps({"admin": "second-admin"}))
+        notes = Path(self.dir.name) / ".wrangler" / "edgeroll-stacks"
+        notes.mkdir(parents=True)
+        (notes / "8788.json").write_text(json.dumps({"pid": os.getpid(), "api_url": "http://127.0.0.1:8788",
+                                                     "state_dir": str(second), "started_at": ""}))
+        with mock.patch.dict(os.environ, {"EDGEROLL_TOKEN": ""}):
+            self.assertEqual(discover_token("http://127.0.0.1:8788"), "second-admin")
+            self.assertEqual(discover_token("http://127.0.0.1:8787"), "local-admin")
+            # A stack that is gone serves nothing: its note is ignored.
+            (notes / "8788.json").write_text(json.dumps({"pid": 2**22 + 12345, "api_url": "",
+                                                         "state_dir": str(second), "started_at": ""}))
+            self.assertEqual(discover_token("http://127.0.0.1:8788"), "local-admin")
+
     def test_the_client_sends_the_token_it_found(self) -> None:
         with mock.patch.dict(os.environ, {"EDGEROLL_TOKEN": "", "EDGEROLL_URL": ""}):
             client = EdgerollClient()

@@ -105,6 +105,7 @@ export function authorize(
         403,
         "forbidden",
         `this token lacks ${wanted} (it has: ${grant.roles.join(", ")})`,
+        { needs_one_of: roles, has: grant.roles },
       );
     }
     c.set("principal", grant.principal);

@@ -5,13 +5,7 @@ import { configFrom } from "../config";
 import { readRunPolicy } from "../db/run-policies";
 import { checkSharedTokenizer, type TokenizerProblem } from "../distill/tokenizer-check";
 import { environmentsOf } from "../env-workers/environments";
-import {
-  environmentNames,
-  isRegisteredEnvironment,
-  loadEnvironment,
-  type RemoteEnvironments,
-} from "../environments/registry";
-import { RemoteEnvError } from "../environments/remote/client";
+import type { RemoteEnvironments } from "../environments/registry";
 import { type KnownPolicy, knownPolicy } from "../policy/known-policy";
 import { beyondMaxLag } from "../policy/lag";
 import { rolloutGroup } from "../rollout/bindings";
@@ -22,24 +16,11 @@ import {
   StartGroupRequestSchema,
   withPolicyVersion,
 } from "../rollout/group-spec";
-import {
-  ExampleRejectedError,
-  episodeTools,
-  errorMessage,
-  openEpisode,
-  type ToolDefinition,
-  turnBudget,
-} from "../sdk";
+import type { ToolDefinition } from "../sdk";
 import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
 import { ApiError, invalidRequest } from "./errors";
-
-/** Built-in or configured remote (REMOTE_ENVS): callers name environments, never URLs. */
-function checkEnvironment(name: string, remote: RemoteEnvironments): void {
-  if (isRegisteredEnvironment(name, remote)) return;
-  const message = `unknown environment "${name}" (registered: ${environmentNames(remote).join(", ")})`;
-  throw new ApiError(400, "invalid_request", `env: ${message}`, [{ path: "env", message }]);
-}
+import { acceptExample, checkEnvironmentName } from "./example-check";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -102,44 +83,9 @@ function tokenizerRefusal(check: TokenizerProblem): ApiError {
   }
 }
 
-/**
- * The environment's refusal of an example, as the API answers it: each field by its path in the
- * request body (`example.metadata.secret`), in the message and in `details`, as `invalid_request`
- * names them.
- */
-function exampleRejected(env: string, error: unknown): ApiError {
-  const rejected = `environment "${env}" rejected the example`;
-  if (!(error instanceof ExampleRejectedError))
-    return new ApiError(422, "example_rejected", `${rejected}: ${errorMessage(error)}`);
-  const details = error.problems.map((p) => ({
-    path: p.path === "" ? "example" : `example.${p.path}`,
-    message: p.message,
-  }));
-  const fields = details.map((d) => `${d.path}: ${d.message}`).join("; ");
-  return new ApiError(422, "example_rejected", `${rejected}: ${fields}`, details);
-}
-
-/**
- * The environment must accept the example before anything is stored: its example schema, then
- * its opening, turn budget and tools.
- */
+/** The example must be one the environment plays, with tools the request allows. */
 async function openExample(request: StartGroupRequest, remote: RemoteEnvironments): Promise<void> {
-  const env = loadEnvironment(request.env, remote);
-  let tools: ToolDefinition[] | null;
-  try {
-    await openEpisode(env, request.example, request.prompt_text);
-    turnBudget(env, request.example);
-    tools = await episodeTools(env, request.example);
-  } catch (error) {
-    // A remote environment that cannot answer has not rejected anything: try again later.
-    if (error instanceof RemoteEnvError && error.reason !== "failed")
-      throw new ApiError(
-        503,
-        "environment_unavailable",
-        `environment "${request.env}": ${error.message}`,
-      );
-    throw exampleRejected(request.env, error);
-  }
+  const tools = await acceptExample(request.env, request.example, request.prompt_text, remote);
   checkNativeTools(request, tools);
 }
 
@@ -161,7 +107,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
       }
       const { request, policy } = await withRunPolicy(c.env.DB, asked);
       const remote = environmentsOf(c.env);
-      checkEnvironment(request.env, remote);
+      checkEnvironmentName(request.env, remote);
       await openExample(request, remote);
       if (request.teacher !== undefined) {
         const check = await checkSharedTokenizer(

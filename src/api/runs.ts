@@ -20,6 +20,13 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
       runPacing(c.env.DB, id),
       readRunPolicy(c.env.DB, id),
     ]);
+    // A run is its groups, or a policy its trainer set before any: with neither, a typo.
+    if (progress.length === 0 && policy === null)
+      throw new ApiError(
+        404,
+        "not_found",
+        `no run "${id}": no group was started with run_id "${id}" and no trainer set its policy`,
+      );
     return c.json(runProgressView(id, progress, pacing, policy));
   })
   .get("/runs/:id/policy", async (c) => {

@@ -36,9 +36,9 @@ function dataset(name: string): TaskExample[] {
 /**
  * The demo's jobs. Guess-number groups are spread over four policy versions, each sampled a
  * little less noisily (lower temperature), so the dashboard's reward-by-version plot shows a
- * policy that improves. One exact-answer group talks to a host whose first tries fail (the
- * retries show in the logs), two to a host that answers garbage, so the failure views have
- * something to show.
+ * policy that improves. One exact-answer group talks to a host whose first try at every request
+ * fails (each episode's retry succeeds, and scores), two to a host that answers garbage, so the
+ * failure views have something to show.
  */
 export function demoJobs(runId: string, guessGroups: number): { label: string; job: Job }[] {
   const random = seededRandom(Date.now());
@@ -120,11 +120,13 @@ export function demoJobs(runId: string, guessGroups: number): { label: string; j
         groupSize: 4,
         runId,
         concurrency: 1,
-        // A directive to the simulator: the first try of every request gets a 503, and the
-        // client's retry succeeds (docs/querying.md, query 10, finds these generations).
+        // A directive to the simulator: the first try of every distinct request gets a 503, and
+        // the client's retry succeeds (docs/querying.md, query 10, finds these generations). The
+        // seed makes each episode's request distinct (each generation gets its own seed), so
+        // every episode's first try fails, not only the first of four identical requests.
         request: {
           policy_version: 3,
-          sampling: { model: "sim+fail:503:1", max_completion_tokens: 64 },
+          sampling: { model: "sim+fail:503:1", seed: 7, max_completion_tokens: 64 },
         },
       },
     },

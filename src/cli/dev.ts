@@ -1,13 +1,17 @@
 /**
  * `npm run dev`: the simulator (or a real host) and the Worker on the local state, until
  * Ctrl-C. Prints what a user needs next: the dashboard link with its reader token, and where
- * the clients on this machine find their tokens.
+ * the clients on this machine find their tokens. When an edit leaves the Worker unable to
+ * build, it says so at once (file, line, message), requests get a 503 naming it, and it serves
+ * again once the file is fixed (build-gate.ts).
  */
 import { relative } from "node:path";
 import { type LocalStack, startLocalStack } from "./local-stack";
 import { tokensFile } from "./local-tokens";
 import { ensureCanStart } from "./preflight";
 import { resolveStateDir } from "./project";
+import { claimStateDir } from "./state-lock";
+import { type BuildFailure, type BuildState, buildFailureMessage } from "./worker-build";
 
 export interface DevFlags {
   port: string;
@@ -32,17 +36,19 @@ function printReady(stack: LocalStack, flags: DevFlags): void {
   const tokens =
     relative(process.cwd(), tokensFile(stack.persistTo)) || tokensFile(stack.persistTo);
   const defaultState = resolveStateDir(".wrangler/state") === stack.persistTo;
+  const token = `npx edgeroll token${defaultState ? "" : ` --persist-to ${flags.persistTo}`}`;
   console.log(`edgeroll is up (Ctrl-C stops it):
   API          ${stack.apiUrl}
   dashboard    ${stack.apiUrl}/?token=${stack.tokens.reader}
-  inference    ${stack.inferenceUrl}${stack.simulator ? " (the simulator)" : ""}${
+  inference    ${stack.inferenceUrl}${stack.simulator ? " (the simulator: it plays the model `sim`, the CLI's default --model)" : ""}${
     flags.teacherUrl ? `\n  teacher      ${flags.teacherUrl}` : ""
   }
-  tokens       ${tokens}: ${
-    defaultState
-      ? "the CLI and the Python client find them there by themselves"
-      : `for clients, export EDGEROLL_TOKEN=$(npx edgeroll token --persist-to ${flags.persistTo})`
-  }; curl: -H "authorization: Bearer $(npx edgeroll token)"`);
+  tokens       ${tokens}: the CLI and the Python client find them there by themselves for ${stack.apiUrl}; curl: -H "authorization: Bearer $(${token})"`);
+}
+
+function printBuildFailure(failure: BuildFailure): void {
+  console.error(`edgeroll: ${buildFailureMessage(failure)}
+  every request is answered 503 build_failed, naming it, until the Worker builds: fix the file and save, and edgeroll serves again`);
 }
 
 export async function dev(flags: DevFlags): Promise<void> {
@@ -57,8 +63,26 @@ export async function dev(flags: DevFlags): Promise<void> {
     ],
     flags.persistTo,
   );
-  const stack = await startLocalStack({
-    persistTo: resolveStateDir(flags.persistTo),
+  const persistTo = resolveStateDir(flags.persistTo);
+  // Claimed before anything slow, so that a client started in the same breath (`npm run dev &`,
+  // then the next line) finds a stack that is starting, and waits for it.
+  const release = claimStateDir(persistTo, `http://127.0.0.1:${port}`);
+  let stack: LocalStack | null = null;
+  let ready = false;
+  const onBuild = (state: BuildState) => {
+    if (stack === null) return; // the start reports the first build itself
+    if (!state.ok) return printBuildFailure(state);
+    console.log("edgeroll: the Worker builds again; serving requests");
+    if (!ready) {
+      ready = true;
+      printReady(stack, flags);
+    }
+  };
+  stack = await startLocalStack({
+    persistTo,
+    release,
+    gate: true,
+    onBuild,
     apiPort: port,
     secrets: hostSecrets(),
     ...(flags.teacherUrl ? { vars: { TEACHER_BASE_URL: flags.teacherUrl } } : {}),
@@ -71,7 +95,11 @@ export async function dev(flags: DevFlags): Promise<void> {
           },
         }),
   });
-  printReady(stack, flags);
+  const first = stack.build();
+  if (first.ok) {
+    ready = true;
+    printReady(stack, flags);
+  } else printBuildFailure(first);
   await new Promise<void>((resolve) => {
     process.once("SIGINT", () => resolve());
     process.once("SIGTERM", () => resolve());

@@ -1,7 +1,6 @@
 /** `edgeroll env new`: scaffolds an environment and registers it, never overwriting a file. */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { isRegisteredEnvironment } from "../environments/registry";
 import { type StarterKind, starterFiles } from "./env-templates";
 import { pythonPaths, pythonStarterFiles } from "./env-templates-python";
 import { CliError, PROJECT_ROOT, paths } from "./project";
@@ -21,6 +20,23 @@ function markerLine(lines: readonly string[], marker: string): number {
   const at = lines.indexOf(marker);
   if (at === -1) throw new CliError(`${paths.registry} lost its "${marker.trim()}" marker line`);
   return at;
+}
+
+/**
+ * The names the registry's table holds, read from its source rather than imported: writing a
+ * starter needs no environment code, and works while another environment does not compile.
+ */
+export function registeredNames(registry: string): string[] {
+  const lines = registry.split("\n");
+  const table = lines.findIndex((l) => l.startsWith("const BUILT_IN"));
+  const end = markerLine(lines, ENTRIES_MARKER);
+  return lines
+    .slice(table + 1, end)
+    .flatMap((l) => /^\s+"?([a-z][a-z0-9-]*)"?: \(\) =>/.exec(l)?.[1] ?? []);
+}
+
+function isRegistered(name: string, root: string): boolean {
+  return registeredNames(readFileSync(join(root, paths.registry), "utf8")).includes(name);
 }
 
 const importPath = (line: string) => /from "([^"]+)";$/.exec(line)?.[1] ?? "";
@@ -50,7 +66,7 @@ export function envNew(name: string, kind: StarterKind, root = PROJECT_ROOT): vo
   if (!NAME.test(name)) {
     throw new CliError(`"${name}" is not a valid environment name: use kebab-case, e.g. my-env`);
   }
-  if (isRegisteredEnvironment(name))
+  if (isRegistered(name, root))
     throw new CliError(`an environment named "${name}" is already registered`);
   const names = { name, className: className(name) };
   const contents = starterFiles(kind, names);
@@ -85,8 +101,7 @@ export function envNewPython(name: string, root = PROJECT_ROOT): void {
   if (!NAME.test(name)) {
     throw new CliError(`"${name}" is not a valid environment name: use kebab-case, e.g. my-env`);
   }
-  if (isRegisteredEnvironment(name))
-    throw new CliError(`"${name}" is a built-in environment's name`);
+  if (isRegistered(name, root)) throw new CliError(`"${name}" is a built-in environment's name`);
   const module = name.replaceAll("-", "_");
   const contents = pythonStarterFiles({ name, module, className: className(name) });
   const targets = {
@@ -105,6 +120,7 @@ export function envNewPython(name: string, root = PROJECT_ROOT): void {
   console.log(
     `Serve it:  PYTHONPATH=python python3 -m edgeroll_env serve ${targets.environment} --port 9100`,
   );
+  console.log(`Check it:  npx edgeroll env check ${name} --url http://127.0.0.1:9100`);
   console.log(
     `Register:  REMOTE_ENVS = { "${name}" = "http://127.0.0.1:9100" }   (wrangler.toml [vars])`,
   );

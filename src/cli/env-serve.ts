@@ -7,7 +7,11 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { z } from "zod";
-import { loadEnvironment } from "../environments/registry";
+import {
+  environmentNames,
+  isRegisteredEnvironment,
+  loadEnvironment,
+} from "../environments/registry";
 import {
   ScoreRequestSchema,
   StartRequestSchema,
@@ -24,7 +28,9 @@ import {
   scoreGroup,
   stepEnvironment,
   turnBudget,
+  UnknownEnvironmentError,
 } from "../sdk";
+import { CliError } from "./project";
 
 export interface ServeOptions {
   port: number;
@@ -217,4 +223,19 @@ export async function serveEnvironment(
   );
   const { port } = server.address() as AddressInfo;
   return { url: `http://${options.host ?? "127.0.0.1"}:${port}`, server };
+}
+
+/** `edgeroll env serve <name>`: serves a registered environment until interrupted. */
+export async function serveCommand(
+  name: string,
+  options: { port: string; host: string; token?: string },
+): Promise<void> {
+  if (!isRegisteredEnvironment(name))
+    throw new CliError(new UnknownEnvironmentError(name, environmentNames()).message);
+  const { url } = await serveEnvironment(name, {
+    port: Number(options.port),
+    host: options.host,
+    token: options.token ?? process.env.REMOTE_ENV_TOKEN,
+  });
+  console.log(`edgeroll env serving ${name} on ${url}`);
 }

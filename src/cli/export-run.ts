@@ -6,6 +6,7 @@
 import { appendFileSync, writeFileSync } from "node:fs";
 import type { EpisodePage } from "../client/edgeroll-client";
 import { type ApiFlags, apiClient } from "./api-client";
+import { ensureEnvironment, runExists, unknownRun } from "./known-names";
 import { CliError } from "./project";
 import {
   atroposGroup,
@@ -63,7 +64,9 @@ export async function exportRun(flags: ExportFlags): Promise<void> {
     throw new CliError(`--kind must be one of ${KINDS.join(", ")}, got "${flags.kind}"`);
   const kind = flags.kind as Kind;
   const format = formatOf(kind, flags.format);
-  const api = apiClient(flags);
+  const api = await apiClient(flags);
+  if (flags.env) await ensureEnvironment(api, flags.env);
+  if (!(await runExists(api, flags.run))) throw unknownRun(flags.run);
   const write = (lines: string[]) => {
     if (lines.length === 0) return;
     const text = `${lines.join("\n")}\n`;

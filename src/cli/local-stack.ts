@@ -5,12 +5,15 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { type Simulator, type SimulatorOptions, startSimulator } from "../sim/server";
+import { dirname, join, resolve } from "node:path";
+import type { Simulator, SimulatorOptions } from "../sim/server";
+import { BuildGate } from "./build-gate";
 import { apiTokensVar, type LocalTokens, localTokens } from "./local-tokens";
 import { freePort } from "./ports";
 import { CliError, PROJECT_ROOT } from "./project";
+import { watchSources } from "./source-watch";
 import { claimStateDir } from "./state-lock";
+import { type BuildState, buildFailureMessage, WorkerBuild } from "./worker-build";
 
 export interface LocalStackOptions {
   /** Where D1 and the Durable Objects keep their state (wrangler's --persist-to). */
@@ -30,6 +33,16 @@ export interface LocalStackOptions {
   localTraces?: boolean;
   /** Another entry module for the Worker (the test fixtures' `fixtures/worker.ts`). */
   entry?: string;
+  /**
+   * Serve through a gate (build-gate.ts) that answers 503 naming the problem while the Worker
+   * does not build, and keep running until it does: `npm run dev`. Without one, a Worker that
+   * does not build is an error at once.
+   */
+  gate?: boolean;
+  /** Told whenever the Worker stops or starts building (with `gate`). */
+  onBuild?: (state: BuildState) => void;
+  /** Claimed before the stack was started, by a caller that wants the claim early (dev). */
+  release?: () => void;
 }
 
 export interface LocalStack {
@@ -40,6 +53,8 @@ export interface LocalStack {
   simulator: Simulator | null;
   /** The workerd process tree's leader, for the crash tests. */
   wrangler: ChildProcess;
+  /** Whether the Worker builds now (a gated stack may start with one that does not). */
+  build(): BuildState;
   stop(): Promise<void>;
 }
 
@@ -82,16 +97,26 @@ async function waitForHealth(
   process_: ChildProcess,
   output: string[],
   timeoutMs: number,
+  build: WorkerBuild,
+  untilBuildFails: boolean,
 ): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
+    // wrangler holds every request while the Worker does not build: say why at once.
+    if (!build.state.ok) {
+      if (untilBuildFails) return;
+      throw new CliError(
+        `${buildFailureMessage(build.state)}\n  fix it and run again (wrangler dev's report:\n${build.state.report.join("\n")})`,
+      );
+    }
     if (process_.exitCode !== null) {
       throw new CliError(
         `wrangler dev exited with ${process_.exitCode}:\n${output.slice(-30).join("\n")}`,
       );
     }
     try {
-      if ((await fetch(`${url}/healthz`)).ok) return;
+      const answer = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) });
+      if (answer.ok) return;
     } catch {
       // not up yet
     }
@@ -141,6 +166,13 @@ export async function startWorker(options: {
    * local stack leaves it off unless asked, or unless X_LOCAL_OBSERVABILITY says otherwise.
    */
   localTraces?: boolean;
+  /** Told whenever the Worker stops or starts building. */
+  onBuild?: (state: BuildState) => void;
+  /**
+   * Return (rather than throw) when the first build fails; wrangler keeps watching the sources
+   * and serves once a build succeeds.
+   */
+  untilBuildFails?: boolean;
 }): Promise<ChildProcess> {
   const vars = Object.entries({
     INFERENCE_BASE_URL: options.inferenceUrl,
@@ -175,6 +207,8 @@ export async function startWorker(options: {
     env: { ...process.env, X_LOCAL_OBSERVABILITY: localTraces },
   });
   const output: string[] = [];
+  const build = new WorkerBuild(options.onBuild);
+  child.once("exit", () => build.dispose());
   for (const stream of [child.stdout, child.stderr]) {
     stream?.setEncoding("utf8");
     stream?.on("data", (chunk: string) => {
@@ -182,12 +216,20 @@ export async function startWorker(options: {
         if (line.trim() === "") continue;
         output.push(line);
         if (output.length > 200) output.shift();
+        build.feed(line);
         options.log?.(line);
       }
     });
   }
   try {
-    await waitForHealth(`http://127.0.0.1:${options.port}`, child, output, 90_000);
+    await waitForHealth(
+      `http://127.0.0.1:${options.port}`,
+      child,
+      output,
+      90_000,
+      build,
+      options.untilBuildFails === true,
+    );
   } catch (error) {
     await stopProcessGroup(child);
     throw error;
@@ -221,16 +263,29 @@ export async function stopProcessGroup(
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   const port = options.apiPort ?? (await freePort());
   const apiUrl = `http://127.0.0.1:${port}`;
-  const release = claimStateDir(options.persistTo, apiUrl);
+  const release = options.release ?? claimStateDir(options.persistTo, apiUrl);
   let simulator: Simulator | null = null;
   let wrangler: ChildProcess;
   const tokens = localTokens(options.persistTo);
+  let build: BuildState = { ok: true };
+  // With a gate, wrangler listens on a port of its own and the gate on the stack's.
+  const gate = options.gate ? new BuildGate(await freePort()) : null;
+  const onBuild = (state: BuildState) => {
+    build = state;
+    gate?.setState(state);
+    options.onBuild?.(state);
+  };
+  let worker: Parameters<typeof startWorker>[0];
   try {
     applyMigrations(options.persistTo);
-    simulator = options.inferenceUrl ? null : await startSimulator({ port: 0, ...options.sim });
-    wrangler = await startWorker({
+    if (!options.inferenceUrl) {
+      // The simulator (and its tokenizer) loads only when it is wanted.
+      const { startSimulator } = await import("../sim/server");
+      simulator = await startSimulator({ port: 0, ...options.sim });
+    }
+    worker = {
       persistTo: options.persistTo,
-      port,
+      port: gate?.workerPort ?? port,
       inferenceUrl: options.inferenceUrl ?? (simulator as Simulator).url,
       secrets: { API_TOKENS: apiTokensVar(tokens), ...options.secrets },
       ...(options.vars ? { vars: options.vars } : {}),
@@ -238,12 +293,39 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(options.log ? { log: options.log } : {}),
       ...(options.localTraces !== undefined ? { localTraces: options.localTraces } : {}),
       ...(options.entry ? { entry: options.entry } : {}),
-    });
+      ...(gate ? { untilBuildFails: true, onBuild } : {}),
+    };
+    wrangler = await startWorker(worker);
+    await gate?.listen(port);
   } catch (error) {
     await simulator?.close();
     release();
     throw error;
   }
+  // wrangler never builds again after a failed first build: start it anew on the next save.
+  let restarting: Promise<void> = Promise.resolve();
+  const restart = () => {
+    restarting = restarting.then(async () => {
+      if (stopWatching === null) return; // a restart before this one built it
+      await stopProcessGroup(wrangler);
+      build = { ok: true };
+      try {
+        wrangler = await startWorker(worker);
+      } catch (error) {
+        onBuild({ ok: false, problems: [], report: [(error as Error).message] });
+        return;
+      }
+      if (!build.ok) return;
+      stopWatching?.();
+      stopWatching = null;
+      onBuild(build);
+    });
+  };
+  const sources = [
+    join(PROJECT_ROOT, "src"),
+    ...(options.entry ? [dirname(resolve(PROJECT_ROOT, options.entry))] : []),
+  ];
+  let stopWatching: (() => void) | null = gate && !build.ok ? watchSources(sources, restart) : null;
   const inferenceUrl = options.inferenceUrl ?? (simulator as Simulator).url;
   return {
     apiUrl,
@@ -251,8 +333,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     tokens,
     inferenceUrl,
     simulator,
-    wrangler,
+    get wrangler() {
+      return wrangler;
+    },
+    build: () => build,
     async stop() {
+      stopWatching?.();
+      await restarting;
+      await gate?.close();
       await stopProcessGroup(wrangler);
       await simulator?.close();
       release();

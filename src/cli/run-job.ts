@@ -6,7 +6,12 @@
  * many groups in flight or landed and not yet leased (GET /v1/runs/:id, `pacing.ahead`).
  */
 import pMap from "p-map";
-import type { EdgerollClient, GroupView, StartGroupInput } from "../client/edgeroll-client";
+import {
+  type EdgerollClient,
+  EdgerollError,
+  type GroupView,
+  type StartGroupInput,
+} from "../client/edgeroll-client";
 import type { TaskExample } from "../sdk";
 
 export interface Job {
@@ -37,6 +42,8 @@ export interface JobProgress {
   rewardSum: number;
   scored: number;
   failures: Record<string, number>;
+  /** What the first failed episode of each reason said (the host's answer, say). */
+  failureDetails: Record<string, string>;
   startedAt: number;
 }
 
@@ -53,6 +60,7 @@ export function emptyProgress(total: number): JobProgress {
     rewardSum: 0,
     scored: 0,
     failures: {},
+    failureDetails: {},
     startedAt: Date.now(),
   };
 }
@@ -78,6 +86,8 @@ function record(progress: JobProgress, group: GroupView, resumed: boolean): void
       progress.failedEpisodes++;
       progress.failures[episode.failure_reason] =
         (progress.failures[episode.failure_reason] ?? 0) + 1;
+      if (episode.failure_detail && !(episode.failure_reason in progress.failureDetails))
+        progress.failureDetails[episode.failure_reason] = episode.failure_detail;
     }
     if (episode.score !== null) {
       progress.rewardSum += episode.score;
@@ -87,6 +97,16 @@ function record(progress: JobProgress, group: GroupView, resumed: boolean): void
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** How far the run is ahead of its trainer; a run with no group yet is not ahead at all. */
+async function ahead(client: EdgerollClient, runId: string): Promise<number> {
+  try {
+    return (await client.getRun(runId)).pacing.ahead;
+  } catch (error) {
+    if (error instanceof EdgerollError && error.status === 404) return 0;
+    throw error;
+  }
+}
 
 /**
  * Starts one group at a time, each once the run is less than `maxAhead` groups ahead of its
@@ -100,8 +120,7 @@ function pacedStarts(client: EdgerollClient, job: Job) {
   let last: Promise<unknown> = Promise.resolve();
   return <T>(start: () => Promise<T>): Promise<T> => {
     const turn = last.then(async () => {
-      while ((await client.getRun(job.runId)).pacing.ahead >= maxAhead)
-        await sleep(job.paceIntervalMs ?? 1000);
+      while ((await ahead(client, job.runId)) >= maxAhead) await sleep(job.paceIntervalMs ?? 1000);
       return start();
     });
     last = turn.catch(() => {});

@@ -1,14 +1,14 @@
 /** `edgeroll run`: one rollout group per dataset example, with progress, resumable. */
 import { existsSync, readFileSync } from "node:fs";
 import { basename, extname } from "node:path";
-import { isRegisteredEnvironment } from "../environments/registry";
 import { parseDatasetJsonl } from "../sdk";
 import { parseModel } from "../sim/directives";
 import { PLAYERS } from "../sim/policies";
 import { apiClient } from "./api-client";
+import { checkDataset } from "./dataset-check";
 import { JobProgressBar, summaryTable } from "./progress";
 import { CliError } from "./project";
-import { type JobProgress, meanReward, runJob } from "./run-job";
+import { type Job, type JobProgress, meanReward, runJob } from "./run-job";
 
 export interface RunFlags {
   env: string;
@@ -18,8 +18,12 @@ export interface RunFlags {
   url: string;
   token?: string;
   run?: string;
+  promptText?: string;
   model: string;
   temperature: string;
+  topP: string;
+  /** Commander collects each `--stop`. */
+  stop?: string[];
   maxCompletionTokens?: string;
   maxContextTokens?: string;
   seed?: string;
@@ -28,6 +32,7 @@ export interface RunFlags {
   /** Keep at most this many of the run's groups in flight and landed but unleased. */
   maxAhead?: string;
   creditAssignment: string;
+  advantage: string;
   tokens: string;
   generation: string;
   algorithm: string;
@@ -48,9 +53,32 @@ export function defaultRunId(env: string, dataset: string): string {
   return name.startsWith(env) ? name : `${env}-${name}`;
 }
 
+/**
+ * A failure's detail as a person reads it: a host's JSON error body (`inference host answered
+ * 404: {"error":{"message":...}}`) is shown by its message.
+ */
+export function readableDetail(detail: string): string {
+  const found = /^(.*?answered \d+): (\{[\s\S]*\})\s*$/.exec(detail);
+  if (!found) return detail;
+  try {
+    const body = JSON.parse(found[2] as string) as { error?: { message?: unknown } | string };
+    const message = typeof body.error === "string" ? body.error : body.error?.message;
+    return typeof message === "string" ? `${found[1]}: ${message}` : detail;
+  } catch {
+    return detail;
+  }
+}
+
 /** What the summary table cannot say: why data may not reach a trainer, or score nothing. */
 export function runNotes(progress: JobProgress, env: string, model: string): string[] {
   const notes: string[] = [];
+  const reasons = Object.entries(progress.failureDetails);
+  if (reasons.length > 0) {
+    const all = progress.failedEpisodes === progress.episodes ? "Every episode failed. " : "";
+    notes.push(
+      `${all}What the failures said, one of each: ${reasons.map(([reason, detail]) => `${reason}: ${readableDetail(detail).slice(0, 400)}`).join("; ")}`,
+    );
+  }
   const landed = progress.done - progress.failedGroups;
   if (progress.uniformGroups > 0) {
     notes.push(
@@ -67,70 +95,101 @@ export function runNotes(progress: JobProgress, env: string, model: string): str
   return notes;
 }
 
-export async function run(flags: RunFlags): Promise<void> {
-  if (!isRegisteredEnvironment(flags.env)) throw new CliError(`unknown environment "${flags.env}"`);
-  if (!existsSync(flags.dataset)) throw new CliError(`no dataset at ${flags.dataset}`);
-  const { examples, problems } = parseDatasetJsonl(
-    readFileSync(flags.dataset, "utf8"),
-    flags.dataset,
-  );
-  if (problems.length > 0)
-    throw new CliError(`the dataset has bad rows:\n  ${problems.join("\n  ")}`);
-  const limit =
-    flags.limit === undefined ? examples.length : int("limit", flags.limit, 1, 1_000_000);
-  const temperature = Number(flags.temperature);
-  if (!(temperature >= 0))
-    throw new CliError(`--temperature must be a number >= 0, got "${flags.temperature}"`);
-  if (flags.creditAssignment !== "per_episode" && flags.creditAssignment !== "per_turn") {
-    throw new CliError(`--credit-assignment must be per_episode or per_turn`);
-  }
-  if (!["auto", "required", "off"].includes(flags.tokens))
-    throw new CliError(`--tokens must be auto, required or off, got "${flags.tokens}"`);
-  if (flags.generation !== "chat" && flags.generation !== "tokens")
-    throw new CliError(`--generation must be chat or tokens, got "${flags.generation}"`);
-  if (flags.algorithm !== "grpo" && flags.algorithm !== "opd")
-    throw new CliError(`--algorithm must be grpo or opd, got "${flags.algorithm}"`);
-  if ((flags.algorithm === "opd") !== (flags.teacher !== undefined))
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!allowed.includes(value as T))
+    throw new CliError(
+      `--${flag} must be ${allowed.join(", ").replace(/, ([^,]+)$/, " or $1")}, got "${value}"`,
+    );
+  return value as T;
+}
+
+function number(flag: string, value: string, min: number, max: number): number {
+  const n = Number(value);
+  if (value.trim() === "" || !(n >= min && n <= max))
+    throw new CliError(`--${flag} must be a number from ${min} to ${max}, got "${value}"`);
+  return n;
+}
+
+function topP(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !(n > 0 && n <= 1))
+    throw new CliError(`--top-p must be a number above 0 and at most 1, got "${value}"`);
+  return n;
+}
+
+/** Every group field the API takes, from the flags (test/cli/run-flags.test.ts keeps them equal). */
+export function groupRequest(flags: RunFlags): Job["request"] {
+  const algorithm = oneOf("algorithm", flags.algorithm, ["grpo", "opd"] as const);
+  if ((algorithm === "opd") !== (flags.teacher !== undefined))
     throw new CliError("--algorithm opd and --teacher <model> go together");
-  const runId = flags.run ?? defaultRunId(flags.env, flags.dataset);
-  const client = apiClient(flags);
-  const job = {
-    env: flags.env,
-    examples: examples.slice(0, limit),
-    groupSize: int("group-size", flags.groupSize, 1, 256),
-    runId,
-    concurrency: int("concurrency", flags.concurrency, 1, 1024),
-    ...(flags.maxAhead === undefined
+  if (flags.stop !== undefined && flags.stop.length > 8)
+    throw new CliError(`--stop: at most 8 stop strings, got ${flags.stop.length}`);
+  return {
+    ...(flags.promptText === undefined ? {} : { prompt_text: flags.promptText }),
+    ...(flags.policyVersion === undefined
       ? {}
-      : { maxAhead: int("max-ahead", flags.maxAhead, 1, 1_000_000) }),
-    request: {
-      ...(flags.policyVersion === undefined
-        ? {}
-        : { policy_version: int("policy-version", flags.policyVersion, 0, 2 ** 31 - 1) }),
-      credit_assignment: flags.creditAssignment as "per_episode" | "per_turn",
-      tokens: flags.tokens as "auto" | "required" | "off",
-      generation: flags.generation as "chat" | "tokens",
-      algorithm: flags.algorithm as "grpo" | "opd",
-      ...(flags.teacher === undefined ? {} : { teacher: { model: flags.teacher } }),
-      ...(flags.maxContextTokens
-        ? { max_context_tokens: int("max-context-tokens", flags.maxContextTokens, 64, 2_097_152) }
+      : { policy_version: int("policy-version", flags.policyVersion, 0, 2 ** 31 - 1) }),
+    credit_assignment: oneOf("credit-assignment", flags.creditAssignment, [
+      "per_episode",
+      "per_turn",
+    ] as const),
+    advantage: oneOf("advantage", flags.advantage, ["mean", "mean_std"] as const),
+    tokens: oneOf("tokens", flags.tokens, ["auto", "required", "off"] as const),
+    generation: oneOf("generation", flags.generation, ["chat", "tokens"] as const),
+    algorithm,
+    ...(flags.teacher === undefined ? {} : { teacher: { model: flags.teacher } }),
+    ...(flags.maxContextTokens
+      ? { max_context_tokens: int("max-context-tokens", flags.maxContextTokens, 64, 2_097_152) }
+      : {}),
+    sampling: {
+      model: flags.model,
+      temperature: number("temperature", flags.temperature, 0, 5),
+      top_p: topP(flags.topP),
+      ...(flags.stop === undefined ? {} : { stop: flags.stop }),
+      ...(flags.maxCompletionTokens
+        ? {
+            max_completion_tokens: int(
+              "max-completion-tokens",
+              flags.maxCompletionTokens,
+              1,
+              262_144,
+            ),
+          }
         : {}),
-      sampling: {
-        model: flags.model,
-        temperature,
-        ...(flags.maxCompletionTokens
-          ? {
-              max_completion_tokens: int(
-                "max-completion-tokens",
-                flags.maxCompletionTokens,
-                1,
-                262_144,
-              ),
-            }
-          : {}),
-        ...(flags.seed ? { seed: int("seed", flags.seed, 0, 2 ** 31 - 1) } : {}),
-      },
+      ...(flags.seed ? { seed: int("seed", flags.seed, 0, 2 ** 31 - 1) } : {}),
     },
+  };
+}
+
+export async function run(flags: RunFlags): Promise<void> {
+  if (!existsSync(flags.dataset)) throw new CliError(`no dataset at ${flags.dataset}`);
+  const request = groupRequest(flags);
+  const groupSize = int("group-size", flags.groupSize, 1, 256);
+  const concurrency = int("concurrency", flags.concurrency, 1, 1024);
+  const maxAhead =
+    flags.maxAhead === undefined ? undefined : int("max-ahead", flags.maxAhead, 1, 1_000_000);
+  const parsed = parseDatasetJsonl(readFileSync(flags.dataset, "utf8"), flags.dataset);
+  const limit =
+    flags.limit === undefined ? parsed.examples.length : int("limit", flags.limit, 1, 1_000_000);
+  const examples = parsed.examples.slice(0, limit);
+  const runId = flags.run ?? defaultRunId(flags.env, flags.dataset);
+  const client = await apiClient(flags);
+  // The Worker knows its environments, remote ones included: it checks every row first.
+  await checkDataset(client, {
+    env: flags.env,
+    source: flags.dataset,
+    parsed,
+    examples,
+    promptText: flags.promptText ?? "",
+  });
+  const job: Job = {
+    env: flags.env,
+    examples,
+    groupSize,
+    runId,
+    concurrency,
+    ...(maxAhead === undefined ? {} : { maxAhead }),
+    request,
   };
   console.log(
     `run ${runId}: ${job.examples.length} groups x ${job.groupSize} episodes of ${flags.env} on ${flags.url}`,

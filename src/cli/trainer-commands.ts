@@ -2,6 +2,7 @@
 import { appendFileSync } from "node:fs";
 import type { LeaseInput } from "../client/edgeroll-client";
 import { type ApiFlags, apiClient } from "./api-client";
+import { ensureEnvironment, runExists, unknownRun } from "./known-names";
 import { CliError } from "./project";
 
 function positiveInt(flag: string, value: string | undefined): number | undefined {
@@ -32,7 +33,8 @@ export async function pull(flags: PullFlags): Promise<void> {
   const leaseSeconds = positiveInt("lease-seconds", flags.leaseSeconds);
   if (maxGroups === undefined && maxEpisodes === undefined)
     throw new CliError("give --max-groups, --max-episodes, or both");
-  const api = apiClient(flags);
+  const api = await apiClient(flags);
+  if (flags.env) await ensureEnvironment(api, flags.env);
   const batch = await api.lease({
     ...(maxGroups === undefined ? {} : { max_groups: maxGroups }),
     ...(maxEpisodes === undefined ? {} : { max_episodes: maxEpisodes }),
@@ -44,6 +46,7 @@ export async function pull(flags: PullFlags): Promise<void> {
     token_encoding: flags.tokenEncoding as LeaseInput["token_encoding"],
   });
   if (batch.batch_id === null) {
+    if (flags.run && !(await runExists(api, flags.run))) throw unknownRun(flags.run);
     console.error(
       `nothing to lease: no scored group is waiting${flags.includeUniform ? "" : " (groups whose episodes all scored the same are skipped: no GRPO signal; --include-uniform takes them)"}`,
     );
@@ -73,7 +76,7 @@ export async function pull(flags: PullFlags): Promise<void> {
 }
 
 export async function ack(batchId: string, flags: ApiFlags): Promise<void> {
-  const result = await apiClient(flags).ack(batchId);
+  const result = await (await apiClient(flags)).ack(batchId);
   console.log(
     result.already_acked
       ? `${batchId} was already acked`
@@ -82,7 +85,7 @@ export async function ack(batchId: string, flags: ApiFlags): Promise<void> {
 }
 
 export async function release(batchId: string, flags: ApiFlags): Promise<void> {
-  const result = await apiClient(flags).release(batchId);
+  const result = await (await apiClient(flags)).release(batchId);
   console.log(
     result.already_released
       ? `${batchId} was already released`

@@ -15,7 +15,10 @@ import type { policySetView, policyView } from "../views/policy-view";
 import type {
   AckResult,
   Batch,
+  EnvironmentInfo,
+  EnvironmentList,
   EpisodePage,
+  ExampleValidation,
   ReleaseResult,
   RunProgress,
   StartedGroup,
@@ -30,8 +33,12 @@ export type { GroupView } from "../views/group-view";
 export type {
   AckResult,
   Batch,
+  EnvironmentInfo,
+  EnvironmentList,
   EpisodeListItem,
   EpisodePage,
+  ExampleValidation,
+  ExampleVerdict,
   ReleaseResult,
   RunProgress,
   StartedGroup,
@@ -170,6 +177,34 @@ export class EdgerollClient {
       }
       return json as T;
     }
+  }
+
+  /** Every environment a group may name, and which of them are served remotely. */
+  listEnvironments(): Promise<EnvironmentList> {
+    return this.request("GET", "/v1/environments");
+  }
+
+  /** One environment: built in, or remote and where it is served (the producer role). */
+  getEnvironment(name: string): Promise<EnvironmentInfo> {
+    return this.request("GET", `/v1/environments/${encodeURIComponent(name)}`);
+  }
+
+  /**
+   * Asks whether the environment can play each of these rows, as POST /v1/groups would, before
+   * a job starts any of them; nothing is stored. At most 40 rows a call. Repeatable, so retried.
+   */
+  validateExamples(
+    env: string,
+    examples: readonly unknown[],
+    promptText = "",
+  ): Promise<ExampleValidation> {
+    return this.request(
+      "POST",
+      `/v1/environments/${encodeURIComponent(env)}/validate`,
+      { examples, prompt_text: promptText },
+      {},
+      true,
+    );
   }
 
   /** Starts a group. With an idempotency key the call is safe to retry, and is retried. */

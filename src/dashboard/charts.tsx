@@ -11,8 +11,17 @@ const PALETTE = [
   "#db2777",
 ];
 
+/**
+ * The i-th series' colour: the palette's eight, then hues a golden angle apart (each new one
+ * as far as it can be from those before it), so twenty runs are twenty colours, not a palette
+ * that repeats after eight.
+ */
 export function color(i: number): string {
-  return PALETTE[i % PALETTE.length] as string;
+  if (i < PALETTE.length) return PALETTE[i] as string;
+  const n = i - PALETTE.length;
+  const hue = Math.round((n * 137.508 + 15) % 360);
+  const lightness = [42, 55, 34][n % 3];
+  return `hsl(${hue} 70% ${lightness}%)`;
 }
 
 export interface Bin {

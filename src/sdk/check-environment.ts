@@ -40,6 +40,8 @@ type CheckName = (typeof CHECKS)[keyof typeof CHECKS];
 export interface CheckResult {
   name: CheckName;
   ok: boolean;
+  /** Not run, for a reason `detail` gives (counts as passed). */
+  skipped: boolean;
   /** A one-line summary: counts on success, the first problem on failure. */
   detail: string;
   failures: string[];
@@ -114,6 +116,7 @@ class DeterminismProbe extends EnvironmentMultiTurn {
 class Findings {
   private readonly failures = new Map<CheckName, string[]>();
   private readonly notes = new Map<CheckName, string>();
+  private readonly skips = new Set<CheckName>();
 
   fail(check: CheckName, problem: string): void {
     const list = this.failures.get(check) ?? [];
@@ -125,12 +128,18 @@ class Findings {
     this.notes.set(check, detail);
   }
 
+  skip(check: CheckName, why: string): void {
+    this.skips.add(check);
+    this.notes.set(check, `skipped: ${why}`);
+  }
+
   report(): CheckReport {
     const checks = Object.values(CHECKS).map((name): CheckResult => {
       const failures = this.failures.get(name) ?? [];
       const detail =
         failures.length > 0 ? clip(failures[0] as string) : (this.notes.get(name) ?? "ok");
-      return { name, ok: failures.length === 0, detail, failures };
+      const skipped = failures.length === 0 && this.skips.has(name);
+      return { name, ok: failures.length === 0, skipped, detail, failures };
     });
     return { ok: checks.every((c) => c.ok), checks };
   }
@@ -140,6 +149,11 @@ export interface CheckOptions {
   promptText?: string;
   /** Problems found while reading the dataset, reported under "dataset rows valid". */
   datasetProblems?: readonly string[];
+  /**
+   * Why the environment has no gold answers but its rows' `output` (a remote one: the protocol
+   * has no sftCompletion). Rows without one then skip the gold-answer check instead of failing.
+   */
+  goldOnlyFromRows?: string;
 }
 
 /** The assistant actions of the gold target, or null when the example has none. */
@@ -305,7 +319,9 @@ export async function checkEnvironment(
   const fallbacks =
     completionOnly > 0 ? `, ${completionOnly} completion-only (unparseable target)` : "";
   findings.note(CHECKS.sft, `${rows} rows${fallbacks}`);
-  if (goldScores.length === 0) {
+  if (goldScores.length === 0 && options.goldOnlyFromRows !== undefined) {
+    findings.skip(CHECKS.goldReward, `no row has an output, ${options.goldOnlyFromRows}`);
+  } else if (goldScores.length === 0) {
     findings.fail(
       CHECKS.goldReward,
       "no example has a gold answer: give rows an output or override sftCompletion",

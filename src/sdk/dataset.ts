@@ -4,6 +4,8 @@ import { type TaskExample, TaskExampleSchema } from "./types";
 
 export interface ParsedDataset {
   examples: TaskExample[];
+  /** The line (from 1) each example came from, in the same order. */
+  lines: number[];
   /** One line per unusable row, naming the line and the problem. */
   problems: string[];
 }
@@ -14,6 +16,7 @@ export interface ParsedDataset {
  */
 export function parseDatasetJsonl(text: string, source = "dataset"): ParsedDataset {
   const examples: TaskExample[] = [];
+  const lines: number[] = [];
   const problems: string[] = [];
   const seen = new Set<string>();
   for (const [i, line] of text.split("\n").entries()) {
@@ -31,13 +34,16 @@ export function parseDatasetJsonl(text: string, source = "dataset"): ParsedDatas
     }
     const parsed = TaskExampleSchema.safeParse(row);
     if (!parsed.success) {
-      problems.push(`${where}: ${describeZodError(parsed.error)}`);
+      const id = (row as { id?: unknown } | null)?.id;
+      const named = typeof id === "string" ? ` (id "${id}")` : "";
+      problems.push(`${where}${named}: ${describeZodError(parsed.error)}`);
     } else if (seen.has(parsed.data.id)) {
       problems.push(`${where}: duplicate id "${parsed.data.id}"`);
     } else {
       seen.add(parsed.data.id);
       examples.push(parsed.data);
+      lines.push(i + 1);
     }
   }
-  return { examples, problems };
+  return { examples, lines, problems };
 }

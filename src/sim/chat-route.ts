@@ -9,10 +9,10 @@ import { z } from "zod";
 import { admit } from "./admission";
 import { type Answer, answerBody, type Choice, streamAnswer } from "./answer";
 import { complete, choices as playChoices } from "./completion";
-import { parseModel } from "./directives";
+import { parseModel, unknownModel } from "./directives";
 import { parseToolCalls } from "./hermes";
 import { type Host, templateFor } from "./host";
-import { sendBadRequest, sendJson, sleep } from "./http";
+import { sendBadRequest, sendError, sendJson, sleep } from "./http";
 import { hashString, type Random, seededRandom } from "./random";
 import { promptIds } from "./token-answer";
 import { vocabularyFor } from "./vocabulary";
@@ -74,6 +74,11 @@ export async function chatCompletions(
     parsed = ChatRequestSchema.parse(JSON.parse(body));
   } catch (error) {
     return sendBadRequest(res, error);
+  }
+  const unknown = unknownModel(parsed.model);
+  if (unknown !== null) {
+    host.ledger.count(parsed.model, "error_404");
+    return sendError(res, 404, unknown, "NotFoundError");
   }
   const { name, directives } = parseModel(parsed.model);
   const messages = templateMessages(parsed.messages);

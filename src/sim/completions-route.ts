@@ -11,7 +11,7 @@ import { detokenize, tokenize } from "./chat-template";
 import { parseChatML } from "./chatml-parser";
 import { complete, choices as playChoices } from "./completion";
 import { streamTextAnswer, type TextAnswer, textAnswerBody } from "./completions-answer";
-import { parseModel } from "./directives";
+import { parseModel, unknownModel } from "./directives";
 import type { Host } from "./host";
 import { sendBadRequest, sendError, sendJson, sleep } from "./http";
 import { promptLogprobs } from "./prompt-logprobs";
@@ -68,6 +68,11 @@ export async function completions(
     parsed = CompletionRequestSchema.parse(JSON.parse(body));
   } catch (error) {
     return sendBadRequest(res, error);
+  }
+  const notServed = unknownModel(parsed.model);
+  if (notServed !== null) {
+    host.ledger.count(parsed.model, "error_404");
+    return sendError(res, 404, notServed, "NotFoundError");
   }
   const refusal = logprobsRefusal(parsed);
   if (refusal !== null) return sendError(res, 400, refusal);

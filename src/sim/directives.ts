@@ -43,7 +43,9 @@
  *                    another host mean other text here; the text and the play are unchanged
  *
  * A counted fault may be limited to one turn with `@T`: `fail:503:1@2` fails only requests
- * whose transcript already holds two assistant messages.
+ * whose transcript already holds two assistant messages. A part it does not know is ignored,
+ * so `sim+tag:<name>` gives requests a model name of their own (the simulator counts requests
+ * by model name) and plays them as `sim`.
  */
 /** What can go wrong with one request: an error status, or how the answer breaks. */
 export type Fault = `error_${number}` | "hang" | "stall" | "reset" | "malformed" | "cut";
@@ -72,6 +74,19 @@ export interface Directives {
   teacher: boolean;
   /** Ids on the wire are shifted (see vocabulary.ts). */
   foreignVocab: boolean;
+}
+
+/** The one model name the simulator plays; directives follow it, as in `sim+fail:503:2`. */
+export const SIM_MODEL = "sim";
+
+/**
+ * Why the simulator will not answer for `model`, or null when it plays it. It plays one model,
+ * `sim`, so a real model's name (`--model Qwen/Qwen3-8B`) is refused as vLLM refuses a model
+ * it does not serve, rather than played perfectly under another's name.
+ */
+export function unknownModel(model: string): string | null {
+  if (parseModel(model).name === SIM_MODEL) return null;
+  return `The model \`${model}\` does not exist. edgeroll's simulator plays one model, \`${SIM_MODEL}\` (the CLI's default --model; directives may follow it, e.g. \`${SIM_MODEL}+think\`, docs/simulator.md). For another model, run against a host that serves it: npm run dev -- --inference-url <url>`;
 }
 
 export function parseModel(model: string): { name: string; directives: Directives } {

@@ -194,7 +194,7 @@ function exactAnswer({ messages, random, temperature }: PlayContext): string {
   const text = question
     .replace(/(\d+(?:\.\d+)?)% of (\d+(?:\.\d+)?)/i, "($1 * $2 / 100)")
     .replace(/(\d+) to the power of (\d+)/i, (_, a, b) => String(Number(a) ** Number(b)))
-    .replace(/square root of (\d+)/i, (_, a) => String(Math.sqrt(Number(a))))
+    .replace(/(?:the )?square root of (\d+)/i, (_, a) => String(Math.sqrt(Number(a))))
     .replace(/(\d+) squared/i, "($1 * $1)");
   const expression = /what is ([-+*/().\d\s]+)\??/i.exec(text)?.[1]?.trim();
   const value = expression ? evaluateArithmetic(expression) : null;

@@ -8,7 +8,7 @@
 import type { ServerResponse } from "node:http";
 import { z } from "zod";
 import { detokenize, type PromptEnding, tokenize } from "./chat-template";
-import { type Directives, parseModel } from "./directives";
+import { type Directives, parseModel, unknownModel } from "./directives";
 import { type Host, maxModelLen, templateFor } from "./host";
 import { errorType, sendBadRequest, sendError, sendJson } from "./http";
 import { hashString } from "./random";
@@ -79,6 +79,12 @@ export function tokenizeRoute(host: Host, res: ServerResponse, body: string): vo
     return;
   }
   const model = parsed.model ?? "sim";
+  const unknown = unknownModel(model);
+  if (unknown !== null) {
+    host.ledger.countTokenize(model, "tokenize_error_404");
+    sendError(res, 404, unknown, "NotFoundError");
+    return;
+  }
   const directives = directivesOf(parsed.model);
   let ids: number[];
   if ("messages" in parsed) {

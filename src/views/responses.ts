@@ -19,6 +19,27 @@ export function environmentsView(names: string[], remote: string[]) {
   return { environments: names, remote };
 }
 
+/** `GET /v1/environments/:name`: built in, or remote and served at `base_url`. */
+export function environmentView(name: string, baseUrl: string | null) {
+  return { name, remote: baseUrl !== null, base_url: baseUrl };
+}
+
+/** One row `POST /v1/environments/:name/validate` refused, by its place in the request. */
+export interface ExampleVerdict {
+  index: number;
+  /** The row's `id`, when it has one. */
+  id: string | null;
+  /** `invalid_request`: not a task example at all; `example_rejected`: the environment refused it. */
+  code: "invalid_request" | "example_rejected";
+  message: string;
+  details: unknown;
+}
+
+/** `POST /v1/environments/:name/validate`: how many rows were checked, and the refused ones. */
+export function validationView(env: string, checked: number, rejected: ExampleVerdict[]) {
+  return { env, checked, rejected };
+}
+
 /** `POST /v1/groups`: the group, where to follow it, and whether this call created it. */
 export function startedGroupView(groupId: string, created: boolean) {
   return { group_id: groupId, status_url: `/v1/groups/${groupId}`, created };
@@ -117,6 +138,8 @@ export function episodePageView(episodes: EpisodeListItem[], nextCursor: string 
 
 export type Health = ReturnType<typeof healthView>;
 export type EnvironmentList = ReturnType<typeof environmentsView>;
+export type EnvironmentInfo = ReturnType<typeof environmentView>;
+export type ExampleValidation = ReturnType<typeof validationView>;
 export type StartedGroup = ReturnType<typeof startedGroupView>;
 export type RunProgress = ReturnType<typeof runProgressView>;
 export type Batch = ReturnType<typeof batchView>;

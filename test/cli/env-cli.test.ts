@@ -1,7 +1,8 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../src/cli/ports";
 import { ProjectCopy } from "./project-copy";
 
 let project: ProjectCopy;
@@ -21,10 +22,15 @@ describe("edgeroll env check", () => {
     expect(result.status).toBe(0);
   });
 
-  it("refuses an unknown environment, naming the registered ones", () => {
-    const result = project.edgeroll("env", "check", "no-such-env");
+  it("refuses an unknown environment, naming the registered ones", async () => {
+    // No Worker there (another test's stack may hold the default port).
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const result = project.edgerollWith({ EDGEROLL_URL: url }, "env", "check", "no-such-env");
     expect(result.status).toBe(1);
-    expect(result.stderr).toMatch(/unknown environment "no-such-env" \(registered: .*guess-number/);
+    // Not registered here, so the Worker is asked for its remote ones; none answers in the copy.
+    expect(result.stderr).toMatch(
+      /unknown environment "no-such-env" \(registered here: .*guess-number.*\); nothing answered at http:\/\/127\.0\.0\.1:\d+ to ask for its remote environments \(start it with `npm run dev`/,
+    );
   });
 
   it("reads another dataset with --dataset and reports its bad rows", () => {
@@ -67,6 +73,10 @@ describe("edgeroll env new", () => {
     const created = project.edgeroll("env", "new", "py-game", "--python");
     expect(created.status).toBe(0);
     expect(created.stdout).toMatch(/REMOTE_ENVS = \{ "py-game" = "http:\/\/127\.0\.0\.1:9100" \}/);
+    // The command that checks it, which it passes (test/e2e/python-env.test.ts runs it).
+    expect(created.stdout).toMatch(
+      /^Check it: {2}npx edgeroll env check py-game --url http:\/\/127\.0\.0\.1:9100$/m,
+    );
     expect(read("python/environments/py_game.py")).toContain("from freesolo.environments import");
     const tested = spawnSync("python3", ["-m", "unittest", "python/tests/test_py_game.py"], {
       cwd: project.dir,
@@ -147,5 +157,41 @@ describe("edgeroll env new", () => {
       /^FAIL {2}rewards finite +example broken-env-1, gold episode: scoreEpisodes: score: .*NaN/m,
     );
     expect(result.stdout).toMatch(/broken-env: FAIL \(\d+ of 12 checks failed\)/);
+  }, 60_000);
+});
+
+describe("edgeroll env check --url", () => {
+  it("passes a TypeScript environment served by `env serve`, skipping the gold answers HTTP has not", async () => {
+    const server = spawn(
+      process.execPath,
+      [join(project.dir, "bin/edgeroll.mjs"), "env", "serve", "guess-number", "--port", "0"],
+      { cwd: project.dir, env: { ...process.env, NO_COLOR: "1" } },
+    );
+    try {
+      const url = await new Promise<string>((done, fail) => {
+        let out = "";
+        server.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          const found = /serving guess-number on (http:\/\/\S+)/.exec(out)?.[1];
+          if (found) done(found);
+        });
+        server.on("exit", (code) => fail(new Error(`env serve exited ${code}: ${out}`)));
+      });
+      const checked = project.edgeroll(
+        "env",
+        "check",
+        "--url",
+        url,
+        "--dataset",
+        "datasets/guess-number.jsonl",
+      );
+      expect(checked.status, checked.stdout + checked.stderr).toBe(0);
+      expect(checked.stdout).toMatch(
+        /^SKIP {2}gold answers earn reward +skipped: no row has an output/m,
+      );
+      expect(checked.stdout).toMatch(/guess-number: PASS \(12 checks, 1 skipped\)/);
+    } finally {
+      server.kill();
+    }
   }, 60_000);
 });

@@ -51,17 +51,22 @@ export class ProjectCopy {
     return this.run(process.execPath, [join(this.dir, "bin/edgeroll.mjs"), ...args]);
   }
 
+  /** The same, with these variables added to the environment (EDGEROLL_URL, say). */
+  edgerollWith(env: Record<string, string>, ...args: string[]): RunResult {
+    return this.run(process.execPath, [join(this.dir, "bin/edgeroll.mjs"), ...args], env);
+  }
+
   /** Runs a binary from node_modules/.bin in the copy. */
   bin(name: string, ...args: string[]): RunResult {
     return this.run(process.execPath, [join(ROOT, "node_modules/.bin", name), ...args]);
   }
 
-  private run(command: string, args: string[]): RunResult {
+  private run(command: string, args: string[], env: Record<string, string> = {}): RunResult {
     const result = spawnSync(command, args, {
       cwd: this.dir,
       encoding: "utf8",
       timeout: 120_000,
-      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0", ...env },
     });
     return { status: result.status, stdout: result.stdout, stderr: result.stderr };
   }

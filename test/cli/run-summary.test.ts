@@ -1,7 +1,7 @@
 // What `edgeroll run` reports: its default run id, its rate, and the notes under its summary.
 import { describe, expect, it } from "vitest";
 import { summaryTable } from "../../src/cli/progress";
-import { defaultRunId, runNotes } from "../../src/cli/run";
+import { defaultRunId, readableDetail, runNotes } from "../../src/cli/run";
 import { emptyProgress, episodesPerSecond } from "../../src/cli/run-job";
 
 describe("edgeroll run's default run id", () => {
@@ -42,5 +42,36 @@ describe("edgeroll run's rate and notes", () => {
     expect(runNotes(progress, "my-env", "Qwen/Qwen3-8B")).toHaveLength(1);
     expect(runNotes(progress, "guess-number", "sim")).toHaveLength(1);
     expect(runNotes({ ...progress, rewardSum: 4 }, "my-env", "sim+latency:5")).toHaveLength(1);
+  });
+
+  it("says what the failures said, one of each reason: a host's refusal names its fix", () => {
+    const progress = {
+      ...emptyProgress(1),
+      done: 1,
+      failedGroups: 1,
+      episodes: 2,
+      failedEpisodes: 2,
+      failures: { inference_rejected: 2 },
+      failureDetails: {
+        inference_rejected:
+          "inference host answered 404: The model `Qwen/Qwen3-8B` does not exist. edgeroll's simulator plays one model, `sim`",
+      },
+    };
+    const [note] = runNotes(progress, "guess-number", "Qwen/Qwen3-8B");
+    expect(note).toMatch(
+      /^Every episode failed\. What the failures said, one of each: inference_rejected: inference host answered 404: The model `Qwen\/Qwen3-8B` does not exist/,
+    );
+  });
+
+  it("shows a host's JSON error body by its message", () => {
+    const body = JSON.stringify({
+      error: { message: "The model `x` does not exist.", type: "NotFoundError" },
+    });
+    expect(readableDetail(`inference host answered 404: ${body}`)).toBe(
+      "inference host answered 404: The model `x` does not exist.",
+    );
+    expect(readableDetail("inference host answered 500: not json")).toBe(
+      "inference host answered 500: not json",
+    );
   });
 });

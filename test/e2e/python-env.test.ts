@@ -2,8 +2,8 @@
 // the seed's `freesolo.*` imports) served by `python3 -m edgeroll_env serve`, registered with
 // REMOTE_ENVS only, rolled out by the Worker under `wrangler dev` against the simulator. Its
 // episodes must land as the TypeScript guess-number's do for the same samples.
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +19,33 @@ const servers: ChildProcess[] = [];
 let stack: LocalStack;
 let state: string;
 let api: EdgerollClient;
+let remote: Record<string, string>;
+
+/**
+ * `npx edgeroll <args>` against the stack, as a user with the stack's admin token runs it. Not
+ * spawnSync: the Python servers write to pipes this process reads, and must not block on them.
+ */
+function edgeroll(
+  ...args: string[]
+): Promise<{ status: number | null; stdout: string; stderr: string; said: string }> {
+  const child = spawn(process.execPath, [join(ROOT, "bin/edgeroll.mjs"), ...args], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NO_COLOR: "1",
+      EDGEROLL_URL: stack.apiUrl,
+      EDGEROLL_TOKEN: stack.tokens.admin,
+      REMOTE_ENV_TOKEN: TOKEN,
+    },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((done) =>
+    child.on("close", (status) => done({ status, stdout, stderr, said: `${stdout}\n${stderr}` })),
+  );
+}
 
 /** A Python server the test stops at the end, with the test's bearer token. */
 async function servePython(file: string, name: string): Promise<string> {
@@ -28,7 +55,7 @@ async function servePython(file: string, name: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  const remote = {
+  remote = {
     "guess-number-py": await servePython(
       "python/edgeroll_env/starters/guess_number.py",
       "guess-number-py",
@@ -171,4 +198,98 @@ describe("a Python environment over HTTP, under wrangler dev", () => {
       }
     }
   }, 240_000);
+});
+
+describe("a remote environment through the CLI, which asks the Worker", () => {
+  it("`edgeroll run --env guess-number-py` starts its groups and they land", async () => {
+    const ran = await edgeroll(
+      ...["run", "--url", stack.apiUrl, "--env", "guess-number-py"],
+      ...["--dataset", "datasets/guess-number.jsonl", "--limit", "2", "--group-size", "2"],
+      ...["--run", "cli-remote"],
+    );
+    expect(ran.status, ran.said).toBe(0);
+    expect(ran.stdout).toMatch(/run cli-remote: 2 groups x 2 episodes of guess-number-py/);
+    expect(ran.stdout).toMatch(/groups +│ 2 \(2 landed, 0 failed\)/);
+    // And its episodes are exported by the environment's name, which the Worker knows.
+    const exported = await edgeroll("export", "--run", "cli-remote", "--env", "guess-number-py");
+    expect(exported.status, exported.said).toBe(0);
+    expect(exported.stdout.trim().split("\n")).toHaveLength(4);
+    expect(exported.stdout).toContain('"env":"guess-number-py"');
+  }, 240_000);
+
+  it("an unknown name is refused with the Worker's environments, remote ones included", async () => {
+    const ran = await edgeroll(
+      ...["run", "--url", stack.apiUrl, "--env", "guess-numbr-py"],
+      ...["--dataset", "datasets/guess-number.jsonl", "--group-size", "2", "--run", "cli-typo"],
+    );
+    expect(ran.status).toBe(1);
+    expect(ran.stderr).toMatch(
+      /^edgeroll: unknown environment "guess-numbr-py" \(registered: .*guess-number, guess-number-py.*\); nothing was started$/m,
+    );
+    const pulled = await edgeroll("pull", "--env", "guess-numbr-py", "--max-groups", "1");
+    expect(pulled.status).toBe(1);
+    expect(pulled.stderr).toMatch(
+      /unknown environment "guess-numbr-py" \(registered: .*guess-number-py/,
+    );
+    await expect(api.getRun("cli-typo")).rejects.toMatchObject({ status: 404 });
+  }, 120_000);
+
+  it("a dataset with bad rows: every one named by line and id, and nothing started", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "edgeroll-bad-rows-"));
+    const file = join(dir, "bad.jsonl");
+    const good = (id: string, secret: number) =>
+      JSON.stringify({ id, input: "Find the number.", metadata: { secret } });
+    writeFileSync(
+      file,
+      [
+        good("ok-1", 20),
+        JSON.stringify({ id: "too-big", input: "Find the number.", metadata: { secret: 500 } }),
+        good("ok-2", 30),
+        JSON.stringify({ id: "no-input", metadata: { secret: 3 } }),
+        "{oops",
+        good("ok-3", 40),
+      ].join("\n"),
+    );
+    try {
+      // Twice: which rows are named does not depend on which start happened to fail first.
+      const said: string[] = [];
+      for (const _ of [1, 2]) {
+        const ran = await edgeroll(
+          ...["run", "--url", stack.apiUrl, "--env", "guess-number-py", "--dataset", file],
+          ...["--group-size", "2", "--run", "cli-bad-rows"],
+        );
+        expect(ran.status).toBe(1);
+        expect(ran.stderr).not.toMatch(/\n\s+at /);
+        said.push(ran.stderr);
+      }
+      expect(said[1]).toBe(said[0]);
+      const lines = (said[0] as string).trim().split("\n");
+      expect(lines[0]).toBe(
+        `edgeroll: ${file}: 3 rows that guess-number-py cannot play, so nothing was started:`,
+      );
+      expect(lines[1]).toMatch(
+        new RegExp(`^  ${file}:2 \\(id "too-big"\\): example\\.metadata\\.secret`),
+      );
+      expect(lines[2]).toMatch(new RegExp(`^  ${file}:4 \\(id "no-input"\\): .*input`));
+      expect(lines[3]).toMatch(new RegExp(`^  ${file}:5: not valid JSON`));
+      expect(lines[4]).toBe("Fix or remove them, then run again.");
+      await expect(api.getRun("cli-bad-rows")).rejects.toMatchObject({ status: 404 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("`env check` of the Python starter passes, by name through the Worker and by --url", async () => {
+    for (const how of [["guess-number-py"], ["--url", remote["guess-number-py"] as string]]) {
+      const checked = await edgeroll(
+        ...["env", "check", ...how, "--dataset", "datasets/guess-number.jsonl"],
+      );
+      expect(checked.status, checked.said).toBe(0);
+      // Its rows have no output, and over HTTP that is the only gold answer there is.
+      expect(checked.stdout).toMatch(
+        /^SKIP {2}gold answers earn reward +skipped: no row has an output/m,
+      );
+      expect(checked.stdout).toMatch(/guess-number-py: PASS \(12 checks, 1 skipped\)/);
+    }
+  }, 120_000);
 });

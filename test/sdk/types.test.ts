@@ -66,7 +66,7 @@ describe("dataset JSONL", () => {
     expect(examples.map((e) => e.id)).toEqual(["line-1", "line-2"]);
   });
 
-  it("reports bad rows by line and keeps the good ones", () => {
+  it("reports bad rows by line (and id, when they have one) and keeps the good ones", () => {
     const { examples, problems } = parseDatasetJsonl(
       '{"id": "a", "input": "x"}\n{oops\n{"id": "a", "input": "z"}\n{"id": "c"}',
       "d.jsonl",
@@ -74,6 +74,6 @@ describe("dataset JSONL", () => {
     expect(examples.map((e) => e.id)).toEqual(["a"]);
     expect(problems[0]).toMatch(/^d\.jsonl:2: not valid JSON/);
     expect(problems[1]).toBe('d.jsonl:3: duplicate id "a"');
-    expect(problems[2]).toMatch(/^d\.jsonl:4: .*input/s);
+    expect(problems[2]).toMatch(/^d\.jsonl:4 \(id "c"\): .*input/s);
   });
 });

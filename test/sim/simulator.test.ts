@@ -1,6 +1,11 @@
 // The inference simulator, as an OpenAI-compatible HTTP server (Node).
+
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { countTokens } from "gpt-tokenizer";
 import { describe, expect, it } from "vitest";
+import { ExactAnswer } from "../../src/environments/exact-answer";
+import type { TaskExample } from "../../src/sdk";
 import { IM_END, renderPrompt, tokenize } from "../../src/sim/chat-template";
 import { startSimulator } from "../../src/sim/server";
 import { GUESS_PROMPT as guessPrompt, useSimulator } from "./sim-client";
@@ -74,7 +79,33 @@ describe("the inference simulator", () => {
 
   it("lists its model", async () => {
     const models = (await (await fetch(`${sim.url}/models`)).json()) as { data: { id: string }[] };
-    expect(models.data[0]?.id).toBe("edgeroll-sim");
+    expect(models.data[0]?.id).toBe("sim");
+  });
+
+  it("plays only the model sim, and refuses any other name as vLLM does, saying what it plays", async () => {
+    const refused = await complete({ model: "Qwen/Qwen3-8B" });
+    expect(refused.status).toBe(404);
+    const { error } = JSON.parse(refused.text);
+    expect(error.type).toBe("NotFoundError");
+    expect(error.message).toMatch(/^The model `Qwen\/Qwen3-8B` does not exist\./);
+    expect(error.message).toMatch(/plays one model, `sim`/);
+    expect(error.message).toMatch(/--inference-url/);
+    for (const path of ["/completions"]) {
+      const answer = await fetch(`${sim.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "gpt-4o", prompt: [1, 2, 3], max_tokens: 1 }),
+      });
+      expect(answer.status).toBe(404);
+    }
+    const tokenize = await fetch(`${sim.url.replace(/\/v1$/, "")}/tokenize`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o", prompt: "hi" }),
+    });
+    expect(tokenize.status).toBe(404);
+    // Directives after the name are still the simulator's.
+    expect((await complete({ model: "sim+latency:1", temperature: 0 })).status).toBe(200);
   });
 
   it("honours max_tokens and max_completion_tokens with finish_reason length", async () => {
@@ -122,6 +153,25 @@ describe("the inference simulator", () => {
       ).text,
     );
     expect(math.choices[0].message.content).toBe("The result is <answer>35</answer>");
+  });
+
+  it("works out every arithmetic row of the exact-answer dataset at temperature 0", async () => {
+    const env = new ExactAnswer();
+    const rows = readFileSync(
+      resolve(import.meta.dirname, "../../datasets/exact-answer.jsonl"),
+      "utf8",
+    )
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as TaskExample)
+      .filter((row) => /^\d+(\.\d+)?$/.test(String(row.output)) && row.input.startsWith("What is"));
+    expect(rows.length).toBeGreaterThanOrEqual(10);
+    for (const row of rows) {
+      const answer = JSON.parse(
+        (await complete({ temperature: 0, messages: env.buildPromptMessages(row) })).text,
+      ).choices[0].message.content;
+      expect(env.scoreResponse(row, answer), `${row.id}: ${answer}`).toMatchObject({ score: 1 });
+    }
   });
 
   it("models latency: time to first token, per prompt token and per generated token", async () => {

@@ -25,6 +25,7 @@ const OTHER_MEANINGS: Record<string, Record<string, string>> = {
   internal_error: {
     "src/views/error-body.ts": "the API's error code for a 500",
     "src/api/errors.ts": "the API's error code for a 500, rendered",
+    "src/cli/build-gate.ts": "the API's error code, for a wrangler dev that did not answer",
   },
   done: { "src/cli/env-templates-python.ts": "the remote protocol's step field, in Python" },
   env_error: {

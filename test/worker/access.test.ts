@@ -36,6 +36,15 @@ describe("access by role", () => {
     ["/v1/groups/g_00000000000000000000000", {}, ["reader", "producer"]],
     ["/v1/runs/access", {}, ["reader", "producer", "trainer"]],
     ["/v1/runs/access/policy", {}, ["reader", "producer", "trainer"]],
+    // Every role lists the environments; where a remote one runs, and a dataset's check, are
+    // for producers.
+    ["/v1/environments", {}, ["reader", "producer", "trainer"]],
+    ["/v1/environments/guess-number", {}, ["producer"]],
+    [
+      "/v1/environments/guess-number/validate",
+      post({ examples: [guessExample("access-v", 20)] }),
+      ["producer"],
+    ],
     ["/v1/episodes?run_id=x", {}, ["reader"]],
     ["/v1/episodes/g_00000000000000000000000-e0", {}, ["reader"]],
     ["/", {}, ["reader"]],
@@ -56,9 +65,11 @@ describe("access by role", () => {
           expect(answer.status, role).not.toBe(403);
         } else {
           expect(answer.status, role).toBe(403);
+          // The roles it needs and the ones it has, for a client to say which token to use.
           expect(await errorOf(answer)).toMatchObject({
             code: "forbidden",
             message: expect.stringContaining(roles[0] as string),
+            details: { needs_one_of: roles, has: [role] },
           });
         }
       }

@@ -1,6 +1,7 @@
 import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { color } from "../../src/dashboard/charts";
 import { api, guessExample, startGroup, waitForGroup } from "./helpers";
 
 const objects = async () => (await listDurableObjectIds(env.ROLLOUT_GROUP)).length;
@@ -44,5 +45,13 @@ describe("the dashboard's group page", () => {
     const page = await api(`/groups/${id}`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain(id);
+  });
+});
+
+describe("the dashboard's series colours", () => {
+  it("give forty runs forty colours, not a palette that repeats after eight", () => {
+    const colours = Array.from({ length: 40 }, (_, i) => color(i));
+    expect(new Set(colours).size).toBe(40);
+    expect(colours.slice(0, 8)).toContain("#2563eb");
   });
 });

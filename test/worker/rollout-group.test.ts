@@ -132,7 +132,7 @@ describe("per-turn credit", () => {
 describe("generation deadlines", () => {
   it("retries a generation that hangs past its 2 s deadline once, then fails the episode", async () => {
     // Its own model name: the simulator counts requests per model across test files.
-    const model = "deadline-test+hang";
+    const model = "sim+tag:deadline-test+hang";
     const id = await startGroup({
       env: "guess-number",
       example: guessExample("gn-hang", 50),

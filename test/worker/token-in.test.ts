@@ -217,7 +217,7 @@ describe("token-in generation", () => {
   });
 
   it("retries a generation that hangs past its deadline once, then fails the episode", async () => {
-    const model = "token-in-deadline+hang";
+    const model = "sim+tag:token-in-deadline+hang";
     const id = await startGroup({
       env: "guess-number",
       example: guessExample("tin-hang", 50),
