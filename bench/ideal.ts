@@ -20,11 +20,13 @@ export interface IdealPoint {
   peakRssMb: number;
   /** workerd CPU seconds per wall second over the run: 1.0 is one core, all of the time. */
   workerdCores: number;
+  /** workerd CPU over the turns played, whole run (start, scoring and landing included). */
+  cpuMsPerTurn: number;
 }
 
-const SIZE = 8;
-const LATENCY_MS = 1000;
-const MODEL = `sim+latency:${LATENCY_MS}`;
+export const SIZE = 8;
+export const LATENCY_MS = 1000;
+export const MODEL = `sim+latency:${LATENCY_MS}`;
 
 /** Least-squares slope of y against x; NaN (reported as no figure) without two points. */
 function slope(points: readonly [number, number][]): number {
@@ -87,7 +89,8 @@ export async function measureIdeal(
   await waitForRun(bench.client, runId, groups);
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
-  const workerdCores = (workerdCpuMs(bench.pgid) - cpuBefore) / 1000 / seconds;
+  const cpuMs = workerdCpuMs(bench.pgid) - cpuBefore;
+  const played = bench.simRequests(MODEL) - before;
   const peakRssMb = rss.stop();
 
   const steadyRate = steadyTurnsPerS(samples);
@@ -102,6 +105,7 @@ export async function measureIdeal(
     overheadMsP50: stats.turnOverheadMs.p50,
     overheadMsP99: stats.turnOverheadMs.p99,
     peakRssMb,
-    workerdCores,
+    workerdCores: cpuMs / 1000 / seconds,
+    cpuMsPerTurn: cpuMs / played,
   };
 }

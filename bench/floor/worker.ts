@@ -5,7 +5,7 @@
  * write turn, a step on an `RpcTarget` session of a service, and the statements that record the
  * step in another write turn. None of edgeroll's own work (limiter, validation, scoring, landing,
  * restarts): whatever the pipeline loses beyond this Worker is edgeroll's, the rest is the
- * platform's. The schema and statements are copies of src/rollout/group-store.ts's, on purpose:
+ * platform's. The schema and statements are copies of src/rollout/storage/'s, on purpose:
  * the floor imports nothing of edgeroll, so none of its work can hide in here.
  */
 import { DurableObject, RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
@@ -110,12 +110,21 @@ export class FloorGroup extends DurableObject<FloorEnv> {
       const response = await fetch(url, {
         method: "POST",
         headers: { "content-type": "application/json" },
+        // The fields edgeroll's request carries (src/inference/completion.ts), token fields
+        // included, so that the host answers with the same bytes; only their parsing is left out.
         body: JSON.stringify({
           model,
-          messages: transcript,
-          stream: true,
-          max_completion_tokens: 16,
+          temperature: 1,
+          top_p: 1,
+          max_tokens: 16,
           seed: idx * 1000 + turn,
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: transcript,
+          max_completion_tokens: 16,
+          logprobs: true,
+          top_logprobs: 0,
+          return_token_ids: true,
         }),
         signal: deadline.signal,
       });
