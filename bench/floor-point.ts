@@ -23,7 +23,10 @@ export interface FloorStack {
 }
 
 /** Starts the floor Worker (and a simulator) in a fresh process, runs `body`, stops both. */
-export async function withFloorStack<T>(body: (floor: FloorStack) => Promise<T>): Promise<T> {
+export async function withFloorStack<T>(
+  body: (floor: FloorStack) => Promise<T>,
+  extra: { inspectorPort?: number } = {},
+): Promise<T> {
   const simulator = await startSimulator({
     port: 0,
     latency: { ttftMs: 0, msPerToken: 0, msPerPromptToken: 0 },
@@ -37,6 +40,7 @@ export async function withFloorStack<T>(body: (floor: FloorStack) => Promise<T>)
       port,
       inferenceUrl: simulator.url,
       configPath: join(ROOT, "bench/floor/wrangler.toml"),
+      ...(extra.inspectorPort ? { inspectorPort: extra.inspectorPort } : {}),
     });
     try {
       return await body({ port, pgid: worker.pid as number, simulator });

@@ -15,7 +15,7 @@ export interface Figure {
 type Keyed = Record<string, unknown>;
 
 export function figure(r: Results, key: string): Figure {
-  const k = r as unknown as Keyed;
+  const k: Keyed = r;
   return {
     median: (k[key] as number | null | undefined) ?? null,
     runs: (k[`${key}_runs`] as number[] | undefined) ?? [],
@@ -25,7 +25,7 @@ export function figure(r: Results, key: string): Figure {
 
 /** The figure at C of a by-C key. */
 export function figureAt(r: Results, key: string, c: number | string): Figure {
-  const k = r as unknown as Keyed;
+  const k: Keyed = r;
   const of = <T>(suffix: string) => (k[`${key}${suffix}`] as Record<string, T> | undefined)?.[c];
   return {
     median: of<number | null>("") ?? null,

@@ -1,0 +1,116 @@
+/**
+ * `npm run bench:heap [-- pipeline|floor [C]]`: where workerd's memory is at the height of an
+ * ideal-ratio point (C = 1,024 by default, 12 turns of 1 s generations), for the pipeline or the
+ * floor Worker in a fresh process: its resident set split by /proc/<pid>/smaps_rollup, V8's heap
+ * (`Runtime.getHeapUsage`), and a heap snapshot taken through wrangler's inspector, summarized by
+ * constructor (count and self size). The tool behind the memory findings in docs/benchmarks.md.
+ */
+import { readFileSync } from "node:fs";
+import { freePort } from "../src/cli/ports";
+import { connectWorker, type DevTools } from "./devtools";
+import { measureFloorPoint, withFloorStack } from "./floor-point";
+import { measureIdeal } from "./ideal";
+import { processesOf } from "./proc";
+import { withBenchStack } from "./stack";
+
+const side = process.argv[2] === "floor" ? "floor" : "pipeline";
+const concurrency = Number(process.argv[3] ?? "1024");
+const TURNS = 12;
+
+interface Snapshot {
+  snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
+  nodes: number[];
+  strings: string[];
+}
+
+/** Self size and count by (type, name), largest first. */
+export function summarize(snapshot: Snapshot, top = 30) {
+  const fields = snapshot.snapshot.meta.node_fields;
+  const types = snapshot.snapshot.meta.node_types[0];
+  const width = fields.length;
+  const at = { type: fields.indexOf("type"), name: fields.indexOf("name") };
+  const size = fields.indexOf("self_size");
+  const byName = new Map<string, { count: number; bytes: number }>();
+  const byType = new Map<string, number>();
+  let total = 0;
+  for (let i = 0; i < snapshot.nodes.length; i += width) {
+    const type = types[snapshot.nodes[i + at.type] as number] ?? "?";
+    const bytes = snapshot.nodes[i + size] as number;
+    const name = `${type}: ${(snapshot.strings[snapshot.nodes[i + at.name] as number] ?? "?").slice(0, 60)}`;
+    const entry = byName.get(name) ?? { count: 0, bytes: 0 };
+    entry.count++;
+    entry.bytes += bytes;
+    byName.set(name, entry);
+    byType.set(type, (byType.get(type) ?? 0) + bytes);
+    total += bytes;
+  }
+  return {
+    totalMb: total / 2 ** 20,
+    byType: [...byType].sort((a, b) => b[1] - a[1]).map(([t, b]) => [t, +(b / 2 ** 20).toFixed(1)]),
+    top: [...byName]
+      .sort((a, b) => b[1].bytes - a[1].bytes)
+      .slice(0, top)
+      .map(([name, e]) => ({ name, count: e.count, mb: +(e.bytes / 2 ** 20).toFixed(2) })),
+  };
+}
+
+async function takeSnapshot(cdp: DevTools): Promise<Snapshot> {
+  const chunks: string[] = [];
+  cdp.on("HeapProfiler.addHeapSnapshotChunk", (p) => chunks.push((p as { chunk: string }).chunk));
+  await cdp.send("HeapProfiler.enable");
+  await cdp.send("HeapProfiler.takeHeapSnapshot", { reportProgress: false });
+  return JSON.parse(chunks.join("")) as Snapshot;
+}
+
+/** The resident set of the group's largest workerd, by kind (kB in smaps_rollup, here MB). */
+function smaps(pgid: number): Record<string, number> {
+  const [workerd] = processesOf(pgid).sort((a, b) => b.rssMb - a.rssMb);
+  if (workerd === undefined) return {};
+  const out: Record<string, number> = {};
+  for (const line of readFileSync(`/proc/${workerd.pid}/smaps_rollup`, "utf8").split("\n")) {
+    const m = /^(\w+):\s+(\d+) kB/.exec(line);
+    if (m && ["Rss", "Anonymous", "Pss_File", "Pss_Anon", "Shared_Clean"].includes(m[1] as string))
+      out[m[1] as string] = Math.round(Number(m[2]) / 1024);
+  }
+  return out;
+}
+
+async function atPeak(pgid: number, cdp: DevTools, point: Promise<unknown>) {
+  // Half way through the point's turns: every group started, none landed.
+  await new Promise((r) => setTimeout(r, (TURNS / 2) * 1000 + 2000));
+  const rss = smaps(pgid);
+  const heap = await cdp.send<{ usedSize: number; totalSize: number }>("Runtime.getHeapUsage");
+  const snapshot = summarize(await takeSnapshot(cdp));
+  await point;
+  return {
+    side,
+    concurrency,
+    rssMb: rss,
+    heapUsedMb: +(heap.usedSize / 2 ** 20).toFixed(1),
+    heapTotalMb: +(heap.totalSize / 2 ** 20).toFixed(1),
+    snapshot,
+  };
+}
+
+const inspectorPort = await freePort();
+const found =
+  side === "pipeline"
+    ? await withBenchStack(
+        async (bench) => {
+          const cdp = await connectWorker(inspectorPort);
+          const point = measureIdeal(bench, concurrency, TURNS);
+          return atPeak(bench.pgid, cdp, point).finally(() => cdp.close());
+        },
+        { inspectorPort },
+      )
+    : await withFloorStack(
+        async (floor) => {
+          const cdp = await connectWorker(inspectorPort);
+          const point = measureFloorPoint(floor, concurrency, TURNS);
+          return atPeak(floor.pgid, cdp, point).finally(() => cdp.close());
+        },
+        { inspectorPort },
+      );
+console.log(JSON.stringify({ ...found, snapshot: undefined }, null, 2));
+console.log("V8 heap snapshot, self size by node type (MB):", found.snapshot.byType);
+console.table(found.snapshot.top);
