@@ -5,6 +5,7 @@
  * resident memory (part 5) while the episodes are in flight.
  */
 import pMap from "p-map";
+import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { rssSampler, workerdCpuMs } from "./proc";
 import { type BenchStack, waitForRun } from "./stack";
 
@@ -52,13 +53,17 @@ export function steadyTurnsPerS(samples: readonly [number, number][]): number {
   return slope(samples.filter(([t]) => t >= from && t <= to)) * 1000;
 }
 
+let points = 0;
+
+/** One point of C episodes; `request` adds fields to every group's (an ablation's `tokens`). */
 export async function measureIdeal(
   bench: BenchStack,
   concurrency: number,
   turns: number,
+  request: Partial<StartGroupInput> = {},
 ): Promise<IdealPoint> {
   const groups = concurrency / SIZE;
-  const runId = `bench-ideal-${concurrency}`;
+  const runId = `bench-ideal-${concurrency}-${points++}`;
   await bench.resetSimStats();
   const rss = rssSampler(bench.pgid);
   const before = bench.simRequests(MODEL);
@@ -77,6 +82,7 @@ export async function measureIdeal(
         group_size: SIZE,
         run_id: runId,
         sampling: { model: MODEL, seed: i, max_completion_tokens: 16 },
+        ...request,
       }),
     { concurrency: 32 },
   );
