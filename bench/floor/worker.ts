@@ -83,6 +83,25 @@ export class FloorGroup extends DurableObject<FloorEnv> {
     );
   }
 
+  /** A generation's body; a connection that breaks is tried again, as edgeroll's client does. */
+  private async generate(url: string, request: object, signal: AbortSignal): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(request),
+          signal,
+        });
+        if (!response.ok) throw new Error(`the host answered ${response.status}`);
+        return await response.text();
+      } catch (error) {
+        if (attempt >= 5 || signal.aborted) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+      }
+    }
+  }
+
   /** Plays the group's episodes to the end, then deletes its storage as a landed group does. */
   async play(turns: number, url: string, model: string): Promise<void> {
     this.sql.exec(SCHEMA);
@@ -107,12 +126,11 @@ export class FloorGroup extends DurableObject<FloorEnv> {
       );
       const deadline = new AbortController();
       const timer = setTimeout(() => deadline.abort(), 600_000);
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        // The fields edgeroll's request carries (src/inference/completion.ts), token fields
-        // included, so that the host answers with the same bytes; only their parsing is left out.
-        body: JSON.stringify({
+      // The fields edgeroll's request carries (src/inference/completion.ts), token fields
+      // included, so that the host answers with the same bytes; only their parsing is left out.
+      const body = await this.generate(
+        url,
+        {
           model,
           temperature: 1,
           top_p: 1,
@@ -125,10 +143,9 @@ export class FloorGroup extends DurableObject<FloorEnv> {
           logprobs: true,
           top_logprobs: 0,
           return_token_ids: true,
-        }),
-        signal: deadline.signal,
-      });
-      const body = await response.text();
+        },
+        deadline.signal,
+      );
       clearTimeout(timer);
       let content = "";
       for (const line of body.split("\n")) {
