@@ -5,7 +5,7 @@
  * (`Runtime.getHeapUsage`), and a heap snapshot taken through wrangler's inspector, summarized by
  * constructor (count and self size). The tool behind the memory findings in docs/benchmarks.md.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { freePort } from "../src/cli/ports";
 import { connectWorker, type DevTools } from "./devtools";
 import { measureFloorPoint, withFloorStack } from "./floor-point";
@@ -15,6 +15,8 @@ import { withBenchStack } from "./stack";
 
 const side = process.argv[2] === "floor" ? "floor" : "pipeline";
 const concurrency = Number(process.argv[3] ?? "1024");
+/** `--allocations`: where the point's JavaScript allocates, garbage included, instead. */
+const allocations = process.argv.includes("--allocations");
 const TURNS = 12;
 
 interface Snapshot {
@@ -92,7 +94,93 @@ async function atPeak(pgid: number, cdp: DevTools, point: Promise<unknown>) {
   };
 }
 
+interface SamplingNode {
+  callFrame: { functionName: string; url: string; lineNumber: number; scriptId: string };
+  selfSize: number;
+  children: SamplingNode[];
+}
+
+/** Bytes allocated over a whole point, by function (V8's sampling heap profiler). */
+async function allocationsOver(cdp: DevTools, point: Promise<unknown>) {
+  await cdp.send("Debugger.enable");
+  await cdp.send("HeapProfiler.enable");
+  await cdp.send("HeapProfiler.startSampling", {
+    samplingInterval: 16384,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  await point;
+  const { profile } = await cdp.send<{ profile: { head: SamplingNode } }>(
+    "HeapProfiler.stopSampling",
+  );
+  if (process.env.BENCH_HEAP_PROFILE_OUT)
+    writeFileSync(process.env.BENCH_HEAP_PROFILE_OUT, JSON.stringify(profile));
+  const bySite = new Map<string, { bytes: number; frame: SamplingNode["callFrame"] }>();
+  let total = 0;
+  const walk = (node: SamplingNode) => {
+    const f = node.callFrame;
+    const site = `${f.functionName || "(anonymous)"} ${f.url.split("/").slice(-2).join("/")}:${f.lineNumber + 1}`;
+    const entry = bySite.get(site) ?? { bytes: 0, frame: f };
+    entry.bytes += node.selfSize;
+    bySite.set(site, entry);
+    total += node.selfSize;
+    for (const child of node.children) walk(child);
+  };
+  walk(profile.head);
+  // The bundle's line numbers mean little; show each site's source line beside it.
+  const sources = new Map<string, string[]>();
+  const lineOf = async (f: SamplingNode["callFrame"]) => {
+    if (f.scriptId === "0" || f.lineNumber < 0) return "";
+    if (!sources.has(f.scriptId)) {
+      const { scriptSource } = await cdp.send<{ scriptSource: string }>(
+        "Debugger.getScriptSource",
+        { scriptId: f.scriptId },
+      );
+      sources.set(f.scriptId, (scriptSource ?? "").split("\n"));
+    }
+    return (sources.get(f.scriptId)?.[f.lineNumber] ?? "").trim().slice(0, 90);
+  };
+  const top = [...bySite].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 40);
+  return {
+    side,
+    concurrency,
+    allocatedMb: +(total / 2 ** 20).toFixed(1),
+    top: await Promise.all(
+      top.map(async ([site, { bytes, frame }]) => ({
+        site,
+        mb: +(bytes / 2 ** 20).toFixed(2),
+        source: await lineOf(frame),
+      })),
+    ),
+  };
+}
+
 const inspectorPort = await freePort();
+if (allocations) {
+  const found = await (side === "pipeline"
+    ? withBenchStack(
+        async (bench) => {
+          const cdp = await connectWorker(inspectorPort);
+          return allocationsOver(cdp, measureIdeal(bench, concurrency, TURNS)).finally(() =>
+            cdp.close(),
+          );
+        },
+        { inspectorPort },
+      )
+    : withFloorStack(
+        async (floor) => {
+          const cdp = await connectWorker(inspectorPort);
+          return allocationsOver(cdp, measureFloorPoint(floor, concurrency, TURNS)).finally(() =>
+            cdp.close(),
+          );
+        },
+        { inspectorPort },
+      ));
+  console.log(`${found.side}, C = ${found.concurrency}: ${found.allocatedMb} MB allocated`);
+  for (const t of found.top)
+    console.log(`${String(t.mb).padStart(7)} MB  ${t.site}  | ${t.source}`);
+  process.exit(0);
+}
 const found =
   side === "pipeline"
     ? await withBenchStack(
