@@ -3,12 +3,13 @@
  * ideal-ratio point (C = 1,024 by default, 12 turns of 1 s generations), for the pipeline or the
  * floor Worker in a fresh process: its resident set split by /proc/<pid>/smaps_rollup, V8's heap
  * (`Runtime.getHeapUsage`), and a heap snapshot taken through wrangler's inspector, summarized by
- * constructor (count and self size). The tool behind the memory findings in docs/benchmarks.md.
+ * constructor (count and self size); `--allocations` and `--series` below. The tool behind the
+ * memory findings in docs/benchmarks.md.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { freePort } from "../src/cli/ports";
 import { connectWorker, type DevTools } from "./devtools";
-import { measureFloorPoint, withFloorStack } from "./floor-point";
+import { measureFloorPoint, rssNowMb, withFloorStack } from "./floor-point";
 import { measureIdeal } from "./ideal";
 import { processesOf } from "./proc";
 import { withBenchStack } from "./stack";
@@ -17,6 +18,11 @@ const side = process.argv[2] === "floor" ? "floor" : "pipeline";
 const concurrency = Number(process.argv[3] ?? "1024");
 /** `--allocations`: where the point's JavaScript allocates, garbage included, instead. */
 const allocations = process.argv.includes("--allocations");
+/**
+ * `--series`: instead, every 500 ms of the point, workerd's RSS beside V8's heap (used / total)
+ * and its ArrayBuffer backing stores, to tell the phases apart (turns, then scoring and landing).
+ */
+const series = process.argv.includes("--series");
 const TURNS = 12;
 
 interface Snapshot {
@@ -155,7 +161,65 @@ async function allocationsOver(cdp: DevTools, point: Promise<unknown>) {
   };
 }
 
+/** RSS and V8's heap over a whole point, sampled every 500 ms (MB). */
+async function seriesOver(pgid: number, cdp: DevTools, point: Promise<unknown>) {
+  const rows: {
+    s: number;
+    rssMb: number;
+    heapUsedMb: number;
+    heapTotalMb: number;
+    backingMb: number;
+  }[] = [];
+  const started = Date.now();
+  let done = false;
+  point.finally(() => {
+    done = true;
+  });
+  const mb = (bytes: number | undefined) => +((bytes ?? 0) / 2 ** 20).toFixed(1);
+  while (!done) {
+    const heap = await cdp.send<{
+      usedSize: number;
+      totalSize: number;
+      backingStorageSize?: number;
+    }>("Runtime.getHeapUsage");
+    rows.push({
+      s: +((Date.now() - started) / 1000).toFixed(1),
+      rssMb: Math.round(rssNowMb(pgid)),
+      heapUsedMb: mb(heap.usedSize),
+      heapTotalMb: mb(heap.totalSize),
+      backingMb: mb(heap.backingStorageSize),
+    });
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await point;
+  return rows;
+}
+
 const inspectorPort = await freePort();
+if (series) {
+  const rows = await (side === "pipeline"
+    ? withBenchStack(
+        async (bench) => {
+          const cdp = await connectWorker(inspectorPort);
+          return seriesOver(bench.pgid, cdp, measureIdeal(bench, concurrency, TURNS)).finally(() =>
+            cdp.close(),
+          );
+        },
+        { inspectorPort },
+      )
+    : withFloorStack(
+        async (floor) => {
+          const cdp = await connectWorker(inspectorPort);
+          return seriesOver(floor.pgid, cdp, measureFloorPoint(floor, concurrency, TURNS)).finally(
+            () => cdp.close(),
+          );
+        },
+        { inspectorPort },
+      ));
+  console.log(`${side}, C = ${concurrency}: peak RSS ${Math.max(...rows.map((r) => r.rssMb))} MB`);
+  console.table(rows);
+  process.exit(0);
+}
 if (allocations) {
   const found = await (side === "pipeline"
     ? withBenchStack(
