@@ -85,6 +85,7 @@ export default defineConfig({
             "test/browser/**/*.test.ts",
             "test/structure/**/*.test.ts",
             "test/reliability/**/*.test.ts",
+            "test/bench/**/*.test.ts",
           ],
           testTimeout: 60_000,
           hookTimeout: 60_000,

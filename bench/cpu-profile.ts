@@ -5,9 +5,9 @@
  * functions with the most self time; the tool behind the CPU-per-turn work in docs/benchmarks.md.
  */
 import pMap from "p-map";
-import WebSocket from "ws";
 import { guessRequest } from "../reliability/harness";
 import { freePort } from "../src/cli/ports";
+import { connectWorker } from "./devtools";
 import { waitForRun, withBenchStack } from "./stack";
 
 interface CallFrame {
@@ -25,39 +25,10 @@ const GROUPS = Number(process.argv[2] ?? "32");
 /** `marathon`: the ideal-ratio workload (12-turn episodes, 1 s generations) instead. */
 const MARATHON = process.argv[3] === "marathon";
 
-/** A minimal Chrome DevTools Protocol client over the inspector's WebSocket. */
-async function devtools(url: string) {
-  // The `ws` package: Node's built-in WebSocket is refused by workerd's inspector.
-  const socket = new WebSocket(url);
-  await new Promise((open, fail) => {
-    socket.once("open", open);
-    socket.once("error", fail);
-  });
-  let next = 0;
-  const pending = new Map<number, (result: unknown) => void>();
-  socket.on("message", (data) => {
-    const message = JSON.parse(String(data)) as { id?: number; result?: unknown };
-    if (message.id !== undefined) pending.get(message.id)?.(message.result);
-  });
-  return {
-    send<T>(method: string, params: object = {}): Promise<T> {
-      const id = ++next;
-      socket.send(JSON.stringify({ id, method, params }));
-      return new Promise((resolve) => pending.set(id, resolve as (result: unknown) => void));
-    },
-    close: () => socket.close(),
-  };
-}
-
 const inspectorPort = await freePort();
 await withBenchStack(
   async (bench) => {
-    const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as {
-      webSocketDebuggerUrl: string;
-    }[];
-    const target = targets[0];
-    if (target === undefined) throw new Error("the inspector lists no Worker");
-    const cdp = await devtools(target.webSocketDebuggerUrl);
+    const cdp = await connectWorker(inspectorPort);
     await cdp.send("Debugger.enable");
     await cdp.send("Profiler.enable");
     await cdp.send("Profiler.setSamplingInterval", { interval: 200 });

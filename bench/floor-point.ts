@@ -1,83 +1,95 @@
 /**
- * The C = 1,024 floor: the pipeline's ideal-ratio run (bench/ideal.ts) and bench/floor/, a
- * Worker that makes only the platform calls of an edgeroll turn (a streamed fetch, a step on an
- * RpcTarget session, the same statements in shared write turns) and none of edgeroll's own work.
- * Same simulator, 1 s per generation, same steady-state window, each in a fresh process.
+ * The floor Worker (bench/floor/) on a stack of its own: a Worker that makes only the platform
+ * calls of an edgeroll turn (a streamed fetch, a step on an RpcTarget session, the same
+ * statements in shared write turns) and none of edgeroll's own work. Measured point by point as
+ * bench/ideal.ts measures the pipeline: the same simulator with 1 s generations, the same
+ * steady-state window, the host's view of the time between turns, workerd's memory and CPU.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startWorker, stopProcessGroup } from "../src/cli/local-stack";
 import { freePort } from "../src/cli/ports";
-import { startSimulator } from "../src/sim/server";
-import { measureIdeal, steadyTurnsPerS } from "./ideal";
-import { rssSampler, workerdCpuMs } from "./proc";
-import { withBenchStack } from "./stack";
+import { type Simulator, startSimulator } from "../src/sim/server";
+import { type IdealPoint, LATENCY_MS, MODEL, SIZE, steadyTurnsPerS } from "./ideal";
+import { processesOf, rssSampler, workerdCpuMs } from "./proc";
 
-export const FLOOR_CONCURRENCY = 1024;
-const CONCURRENCY = FLOOR_CONCURRENCY;
-const TURNS = 12;
-const MODEL = "sim+latency:1000";
 const ROOT = resolve(import.meta.dirname, "..");
 
-export interface FloorPoint {
-  ratio: number;
-  endToEndRatio: number;
-  cpuMsPerTurn: number;
-  peakRssMb: number;
+export interface FloorStack {
+  port: number;
+  pgid: number;
+  simulator: Simulator;
 }
 
-export async function measureFloor(): Promise<FloorPoint> {
+/** Starts the floor Worker (and a simulator) in a fresh process, runs `body`, stops both. */
+export async function withFloorStack<T>(
+  body: (floor: FloorStack) => Promise<T>,
+  extra: { inspectorPort?: number } = {},
+): Promise<T> {
   const simulator = await startSimulator({
     port: 0,
     latency: { ttftMs: 0, msPerToken: 0, msPerPromptToken: 0 },
   });
   const state = mkdtempSync(join(tmpdir(), "edgeroll-floor-"));
   const port = await freePort();
-  // Started as edgeroll's local stack starts its Worker, local traces off included.
-  const worker = await startWorker({
-    persistTo: state,
-    port,
-    inferenceUrl: simulator.url,
-    configPath: join(ROOT, "bench/floor/wrangler.toml"),
-  });
-  const pgid = worker.pid as number;
   try {
-    const rss = rssSampler(pgid);
-    const cpuBefore = workerdCpuMs(pgid);
-    const requests = () => simulator.stats().byModel[MODEL]?.requests ?? 0;
-    const samples: [number, number][] = [];
-    const sampler = setInterval(() => samples.push([Date.now(), requests()]), 250);
-    const started = Date.now();
-    const response = await fetch(
-      `http://127.0.0.1:${port}/?groups=${CONCURRENCY / 8}&turns=${TURNS}&model=${encodeURIComponent(MODEL)}`,
-    );
-    if (!response.ok) throw new Error(`the floor run failed: ${await response.text()}`);
-    clearInterval(sampler);
-    const seconds = (Date.now() - started) / 1000;
-    const turns = requests();
-    return {
-      ratio: steadyTurnsPerS(samples) / CONCURRENCY,
-      endToEndRatio: TURNS / seconds,
-      cpuMsPerTurn: (workerdCpuMs(pgid) - cpuBefore) / turns,
-      peakRssMb: rss.stop(),
-    };
+    // Started as edgeroll's local stack starts its Worker, local traces off included.
+    const worker = await startWorker({
+      persistTo: state,
+      port,
+      inferenceUrl: simulator.url,
+      configPath: join(ROOT, "bench/floor/wrangler.toml"),
+      ...(extra.inspectorPort ? { inspectorPort: extra.inspectorPort } : {}),
+    });
+    try {
+      return await body({ port, pgid: worker.pid as number, simulator });
+    } finally {
+      await stopProcessGroup(worker);
+    }
   } finally {
-    await stopProcessGroup(worker);
     await simulator.close();
     rmSync(state, { recursive: true, force: true });
   }
 }
 
-export async function measurePipeline(): Promise<FloorPoint> {
-  return withBenchStack(async (bench) => {
-    const cpuBefore = workerdCpuMs(bench.pgid);
-    const point = await measureIdeal(bench, CONCURRENCY, TURNS);
-    return {
-      ratio: point.ratio,
-      endToEndRatio: point.endToEndRatio,
-      cpuMsPerTurn: (workerdCpuMs(bench.pgid) - cpuBefore) / (CONCURRENCY * TURNS),
-      peakRssMb: point.peakRssMb,
-    };
-  });
+/** One point: C / 8 groups of 8 episodes of `turns` turns, every generation 1 s at the host. */
+export async function measureFloorPoint(
+  floor: FloorStack,
+  concurrency: number,
+  turns: number,
+): Promise<IdealPoint> {
+  await fetch(new URL("/sim/stats/reset", floor.simulator.url), { method: "POST" });
+  const requests = () => floor.simulator.stats().byModel[MODEL]?.requests ?? 0;
+  const before = requests();
+  const rss = rssSampler(floor.pgid);
+  const cpuBefore = workerdCpuMs(floor.pgid);
+  const samples: [number, number][] = [];
+  const sampler = setInterval(() => samples.push([Date.now(), requests() - before]), 250);
+  const started = Date.now();
+  const response = await fetch(
+    `http://127.0.0.1:${floor.port}/?groups=${concurrency / SIZE}&turns=${turns}&model=${encodeURIComponent(MODEL)}`,
+  );
+  if (!response.ok) throw new Error(`the floor run failed: ${await response.text()}`);
+  clearInterval(sampler);
+  const seconds = (Date.now() - started) / 1000;
+  const played = requests() - before;
+  const cpuMs = workerdCpuMs(floor.pgid) - cpuBefore;
+  const overhead = floor.simulator.stats().turnOverheadMs;
+  return {
+    concurrency,
+    turnsPerEpisode: turns,
+    ratio: steadyTurnsPerS(samples) / concurrency,
+    endToEndRatio: (turns * LATENCY_MS) / 1000 / seconds,
+    overheadMsP50: overhead.p50,
+    overheadMsP99: overhead.p99,
+    peakRssMb: rss.stop(),
+    workerdCores: cpuMs / 1000 / seconds,
+    cpuMsPerTurn: cpuMs / played,
+  };
+}
+
+/** workerd's resident memory now, the largest of the group's workerd processes. */
+export function rssNowMb(pgid: number): number {
+  return Math.max(0, ...processesOf(pgid).map((p) => p.rssMb));
 }

@@ -1,25 +1,27 @@
 /**
- * `npm run bench:floor`: how close the pipeline runs to the platform at C = 1,024, alternating
- * bench/floor/ and the pipeline in fresh processes (bench/floor-point.ts), round after round.
+ * `npm run bench:floor [-- ROUNDS [C,C,...]]`: the pipeline against the floor Worker alone, each
+ * in fresh processes, the order alternated round after round (bench/sweep.ts): by default two
+ * rounds of C = 256 and 1,024, as the full bench measures them.
  */
-import { type FloorPoint, measureFloor, measurePipeline } from "./floor-point";
+import { measureSweep, rssOverFloor } from "./sweep";
 
-const ROUNDS = Number(process.argv[2] ?? "2");
+const rounds = Number(process.argv[2] ?? "2");
+const concurrencies = (process.argv[3] ?? "256,1024").split(",").map(Number);
 
-const rows: Record<string, string | number>[] = [];
-const show = (what: string, round: number, p: FloorPoint) => {
-  rows.push({
-    what,
-    round,
-    "achieved / ideal": +p.ratio.toFixed(2),
-    "end to end": +p.endToEndRatio.toFixed(2),
-    "CPU ms / turn": +p.cpuMsPerTurn.toFixed(2),
-    "peak RSS MB": Math.round(p.peakRssMb),
-  });
-  console.log(JSON.stringify(rows.at(-1)));
-};
-for (let round = 1; round <= ROUNDS; round++) {
-  show("floor", round, await measureFloor());
-  show("pipeline", round, await measurePipeline());
-}
-console.table(rows);
+const sweep = await measureSweep({ concurrencies, turns: 12, rounds }, (line) => console.log(line));
+console.table(
+  sweep.processes.flatMap((run) =>
+    run.points.map((p) => ({
+      side: run.side,
+      round: run.round + 1,
+      C: p.concurrency,
+      "achieved / ideal": +p.ratio.toFixed(2),
+      "end to end": +p.endToEndRatio.toFixed(2),
+      "p50 ms": p.overheadMsP50,
+      "p99 ms": p.overheadMsP99,
+      "CPU ms / turn": +p.cpuMsPerTurn.toFixed(2),
+      "peak RSS MB": Math.round(p.peakRssMb),
+    })),
+  ),
+);
+console.log(`RSS over the floor, by round (MB): ${rssOverFloor(sweep).map(Math.round).join(", ")}`);

@@ -5,6 +5,7 @@
  * resident memory (part 5) while the episodes are in flight.
  */
 import pMap from "p-map";
+import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { rssSampler, workerdCpuMs } from "./proc";
 import { type BenchStack, waitForRun } from "./stack";
 
@@ -20,11 +21,13 @@ export interface IdealPoint {
   peakRssMb: number;
   /** workerd CPU seconds per wall second over the run: 1.0 is one core, all of the time. */
   workerdCores: number;
+  /** workerd CPU over the turns played, whole run (start, scoring and landing included). */
+  cpuMsPerTurn: number;
 }
 
-const SIZE = 8;
-const LATENCY_MS = 1000;
-const MODEL = `sim+latency:${LATENCY_MS}`;
+export const SIZE = 8;
+export const LATENCY_MS = 1000;
+export const MODEL = `sim+latency:${LATENCY_MS}`;
 
 /** Least-squares slope of y against x; NaN (reported as no figure) without two points. */
 function slope(points: readonly [number, number][]): number {
@@ -50,13 +53,17 @@ export function steadyTurnsPerS(samples: readonly [number, number][]): number {
   return slope(samples.filter(([t]) => t >= from && t <= to)) * 1000;
 }
 
+let points = 0;
+
+/** One point of C episodes; `request` adds fields to every group's (an ablation's `tokens`). */
 export async function measureIdeal(
   bench: BenchStack,
   concurrency: number,
   turns: number,
+  request: Partial<StartGroupInput> = {},
 ): Promise<IdealPoint> {
   const groups = concurrency / SIZE;
-  const runId = `bench-ideal-${concurrency}`;
+  const runId = `bench-ideal-${concurrency}-${points++}`;
   await bench.resetSimStats();
   const rss = rssSampler(bench.pgid);
   const before = bench.simRequests(MODEL);
@@ -75,6 +82,7 @@ export async function measureIdeal(
         group_size: SIZE,
         run_id: runId,
         sampling: { model: MODEL, seed: i, max_completion_tokens: 16 },
+        ...request,
       }),
     { concurrency: 32 },
   );
@@ -87,7 +95,8 @@ export async function measureIdeal(
   await waitForRun(bench.client, runId, groups);
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
-  const workerdCores = (workerdCpuMs(bench.pgid) - cpuBefore) / 1000 / seconds;
+  const cpuMs = workerdCpuMs(bench.pgid) - cpuBefore;
+  const played = bench.simRequests(MODEL) - before;
   const peakRssMb = rss.stop();
 
   const steadyRate = steadyTurnsPerS(samples);
@@ -102,6 +111,7 @@ export async function measureIdeal(
     overheadMsP50: stats.turnOverheadMs.p50,
     overheadMsP99: stats.turnOverheadMs.p99,
     peakRssMb,
-    workerdCores,
+    workerdCores: cpuMs / 1000 / seconds,
+    cpuMsPerTurn: cpuMs / played,
   };
 }

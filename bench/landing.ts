@@ -4,9 +4,11 @@
  */
 import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
-import { median } from "./stack";
+import { over, type Repeated } from "./repeats";
 
 interface LandingRun {
+  /** Whether the text landing and serving ran before the token ones in this repeat. */
+  text_first: boolean;
   landing_groups_per_s: number;
   landing_groups_per_s_tokens: number;
   landing_groups_per_s_tokens_bound: number;
@@ -22,16 +24,16 @@ interface LandingRun {
 export interface LandingResult {
   groups: number;
   repeats: number;
-  landingGroupsPerS: number;
-  servingEpisodesPerS: number;
+  landingGroupsPerS: Repeated;
+  servingEpisodesPerS: Repeated;
   /** The same groups with each turn's token ids and logprobs: one R2 object each, then D1. */
-  landingGroupsPerSTokens: number;
+  landingGroupsPerSTokens: Repeated;
   /** What that could reach at the local R2's own pace: one put per group plus the D1 landing. */
-  landingGroupsPerSTokensBound: number;
+  landingGroupsPerSTokensBound: Repeated;
   /** Lease and ack with base64 token samples over the same episodes without tokens. */
-  tokenServingRatio: number;
-  r2PutsPerS: number;
-  r2GetsPerS: number;
+  tokenServingRatio: Repeated;
+  r2PutsPerS: Repeated;
+  r2GetsPerS: Repeated;
   runs: LandingRun[];
 }
 
@@ -72,13 +74,13 @@ export async function measureLanding(groups: number, repeats: number): Promise<L
   return {
     groups,
     repeats,
-    landingGroupsPerS: median(runs.map((r) => r.landing_groups_per_s)),
-    servingEpisodesPerS: median(runs.map((r) => r.serving_episodes_per_s)),
-    landingGroupsPerSTokens: median(runs.map((r) => r.landing_groups_per_s_tokens)),
-    landingGroupsPerSTokensBound: median(runs.map((r) => r.landing_groups_per_s_tokens_bound)),
-    tokenServingRatio: median(runs.map((r) => r.token_serving_ratio)),
-    r2PutsPerS: median(runs.map((r) => r.r2_puts_per_s)),
-    r2GetsPerS: median(runs.map((r) => r.r2_gets_per_s)),
+    landingGroupsPerS: over(runs, (r) => r.landing_groups_per_s),
+    servingEpisodesPerS: over(runs, (r) => r.serving_episodes_per_s),
+    landingGroupsPerSTokens: over(runs, (r) => r.landing_groups_per_s_tokens),
+    landingGroupsPerSTokensBound: over(runs, (r) => r.landing_groups_per_s_tokens_bound),
+    tokenServingRatio: over(runs, (r) => r.token_serving_ratio),
+    r2PutsPerS: over(runs, (r) => r.r2_puts_per_s),
+    r2GetsPerS: over(runs, (r) => r.r2_gets_per_s),
     runs,
   };
 }

@@ -1,7 +1,9 @@
 /** CPU time and memory of a process tree, read from /proc (Linux). */
 import { readdirSync, readFileSync } from "node:fs";
+import { clockTicksPerSecond } from "./machine";
 
-const TICKS_PER_SECOND = 100;
+/** /proc counts CPU time in clock ticks; their rate is the kernel's, read once. */
+const TICKS_PER_SECOND = clockTicksPerSecond();
 
 interface Sample {
   pid: number;

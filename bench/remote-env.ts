@@ -10,19 +10,20 @@ import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { servePythonEnvironment } from "../test/setup/python-env-server";
 import { workerdCpuMs } from "./proc";
-import { type BenchStack, median, waitForRun } from "./stack";
+import { median, over, type Repeated } from "./repeats";
+import { type BenchStack, waitForRun } from "./stack";
 
 export const REMOTE_NAME = "guess-number-py";
 
 export interface RemoteStepResult {
   groups: number;
   repeats: number;
-  builtInCpuMsPerTurn: number;
-  remoteCpuMsPerTurn: number;
+  builtInCpuMsPerTurn: Repeated;
+  remoteCpuMsPerTurn: Repeated;
   /** Remote over built-in, workerd CPU per turn. */
-  cpuRatio: number;
-  builtInTurnMs: number;
-  remoteTurnMs: number;
+  cpuRatio: Repeated;
+  builtInTurnMs: Repeated;
+  remoteTurnMs: Repeated;
   runs: { builtInCpu: number; remoteCpu: number; builtInTurnMs: number; remoteTurnMs: number }[];
 }
 
@@ -87,11 +88,11 @@ export async function measureRemoteStep(
   return {
     groups: options.groups,
     repeats: options.repeats,
-    builtInCpuMsPerTurn: median(runs.map((r) => r.builtInCpu)),
-    remoteCpuMsPerTurn: median(runs.map((r) => r.remoteCpu)),
-    cpuRatio: median(runs.map((r) => r.remoteCpu / r.builtInCpu)),
-    builtInTurnMs: median(runs.map((r) => r.builtInTurnMs)),
-    remoteTurnMs: median(runs.map((r) => r.remoteTurnMs)),
+    builtInCpuMsPerTurn: over(runs, (r) => r.builtInCpu),
+    remoteCpuMsPerTurn: over(runs, (r) => r.remoteCpu),
+    cpuRatio: over(runs, (r) => r.remoteCpu / r.builtInCpu),
+    builtInTurnMs: over(runs, (r) => r.builtInTurnMs),
+    remoteTurnMs: over(runs, (r) => r.remoteTurnMs),
     runs,
   };
 }

@@ -1,339 +1,305 @@
-/** The bench's outputs: the printed table, bench/results.json and docs/benchmarks.md. */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
+/**
+ * The bench's outputs: the printed table, bench/results.json and docs/benchmarks.md, written
+ * whole from the results of one run and nothing else (`tsx bench/report.ts` writes the document
+ * again from bench/results.json). Method notes are text here; every figure is read from results.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import type { FloorPoint } from "./floor-point";
-import type { GrowthResult } from "./growth";
-import type { IdealPoint } from "./ideal";
-import type { LandingResult } from "./landing";
-import type { OverheadResult } from "./overhead";
-import type { RemoteStepResult } from "./remote-env";
-import type { TokenInResult } from "./token-in";
-import type { TokenCpuResult } from "./tokens";
-
-export interface BenchReport {
-  quick: boolean;
-  seconds: number;
-  /** Streamed completions, the default. */
-  overhead: OverheadResult;
-  /** The same with INFERENCE_STREAM=false. */
-  unstreamed: OverheadResult;
-  /** Streamed, with wrangler dev's local trace of every call left on (wrangler's default). */
-  traced: OverheadResult;
-  ideal: IdealPoint[];
-  growth: GrowthResult;
-  landing: LandingResult;
-  tokens: TokenCpuResult;
-  /** Built-in guess-number against its Python twin over HTTP, same transcripts. */
-  remote: RemoteStepResult;
-  /** Token-in generation against chat mode, and teacher scoring's cost per sampled token. */
-  tokenIn: TokenInResult;
-  /** The C = 1,024 floor Worker, measured in the same run (full runs only). */
-  floor: FloorPoint | null;
-}
+import { fileURLToPath } from "node:url";
+import {
+  atLeast,
+  atMost,
+  type Figure,
+  figure,
+  figureAt,
+  fmt,
+  type Target,
+  under,
+  verdict,
+  withSpread,
+} from "./report-figures";
+import { memoryAndTail } from "./report-targets";
+import type { Results } from "./results";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const NOTES_MARKER = "<!-- Notes below this line are kept when the bench rewrites the file. -->";
+const RESULTS = resolve(ROOT, "bench/results.json");
+const DOC = resolve(ROOT, "docs/benchmarks.md");
 
-export function machine(): string {
-  const cpu = cpus();
-  return `${cpu.length} × ${cpu[0]?.model ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, Node ${process.version}, ${process.platform}`;
-}
+type Row = [name: string, f: Figure, target: Target | null, digits?: number];
 
-/** The keys trainers' dashboards and the issue tracker read. */
-export function resultsJson(report: BenchReport) {
-  const at = (c: number) => report.ideal.find((p) => p.concurrency === c);
-  const headline = at(256) ?? report.ideal.at(-1);
-  return {
-    overhead_ratio: report.overhead.overheadRatio,
-    cpu_ms_per_turn: report.overhead.cpuMsPerTurn,
-    overhead_ratio_unstreamed: report.unstreamed.overheadRatio,
-    cpu_ms_per_turn_unstreamed: report.unstreamed.cpuMsPerTurn,
-    overhead_ratio_local_traces: report.traced.overheadRatio,
-    cpu_ms_per_turn_local_traces: report.traced.cpuMsPerTurn,
-    ideal_ratio: Object.fromEntries(report.ideal.map((p) => [String(p.concurrency), p.ratio])),
-    ideal_ratio_end_to_end: Object.fromEntries(
-      report.ideal.map((p) => [String(p.concurrency), p.endToEndRatio]),
-    ),
-    overhead_ms_p50: headline?.overheadMsP50 ?? null,
-    overhead_ms_p99: headline?.overheadMsP99 ?? null,
-    overhead_ms_by_c: Object.fromEntries(
-      report.ideal.map((p) => [
-        String(p.concurrency),
-        { p50: p.overheadMsP50, p99: p.overheadMsP99 },
-      ]),
-    ),
-    landing_groups_per_s: report.landing.landingGroupsPerS,
-    landing_groups_per_s_tokens: report.landing.landingGroupsPerSTokens,
-    landing_groups_per_s_tokens_r2_bound: report.landing.landingGroupsPerSTokensBound,
-    serving_episodes_per_s: report.landing.servingEpisodesPerS,
-    token_serving_ratio: report.landing.tokenServingRatio,
-    token_cpu_ratio: report.tokens.ratio,
-    token_cpu_ms_per_turn: report.tokens.cpuMsPerTurnWith,
-    token_bytes_per_token: report.growth.tokenBytesPerToken,
-    remote_step_cpu_ratio: report.remote.cpuRatio,
-    remote_step_cpu_ms_per_turn: report.remote.remoteCpuMsPerTurn,
-    builtin_step_cpu_ms_per_turn: report.remote.builtInCpuMsPerTurn,
-    remote_step_turn_ms: report.remote.remoteTurnMs,
-    builtin_step_turn_ms: report.remote.builtInTurnMs,
-    token_in_cpu_ratio: report.tokenIn.cpuRatio,
-    token_in_cpu_ms_per_turn: report.tokenIn.tokensCpuMsPerTurn,
-    chat_cpu_ms_per_turn: report.tokenIn.chatCpuMsPerTurn,
-    token_in_throughput_ratio: report.tokenIn.throughputRatio,
-    token_in_turns_per_s: report.tokenIn.tokensTurnsPerS,
-    chat_turns_per_s: report.tokenIn.chatTurnsPerS,
-    teacher_cpu_us_per_token: report.tokenIn.teacherCpuUsPerToken,
-    teacher_wall_us_per_token: report.tokenIn.teacherWallUsPerToken,
-    r2_local_puts_per_s: report.landing.r2PutsPerS,
-    r2_local_gets_per_s: report.landing.r2GetsPerS,
-    peak_rss_mb: Math.max(...report.ideal.map((p) => p.peakRssMb)),
-    floor_ideal_ratio_1024: report.floor?.ratio ?? null,
-    floor_peak_rss_mb: report.floor?.peakRssMb ?? null,
-    growth: report.growth,
-    details: {
-      overhead: report.overhead,
-      unstreamed: report.unstreamed,
-      traced: report.traced,
-      ideal: report.ideal,
-      landing: report.landing,
-      tokens: report.tokens,
-      remote: report.remote,
-      tokenIn: report.tokenIn,
-      floor: report.floor,
-    },
-    machine: machine(),
-    date: new Date().toISOString(),
-    seconds: report.seconds,
-    quick: report.quick,
-  };
-}
-
-type Results = ReturnType<typeof resultsJson>;
-
-const fmt = (n: number | null | undefined, digits = 2) =>
-  n === null || n === undefined || !Number.isFinite(n) ? "—" : n.toFixed(digits);
-
-function rows(r: Results): [string, string, string, boolean | null][] {
-  const ideal = (c: string, target: number | null): [string, string, string, boolean | null] => {
-    const v = r.ideal_ratio[c];
-    return [
-      `Achieved / ideal, C = ${c}`,
-      fmt(v),
-      target === null ? "—" : `≥ ${target}`,
-      v === undefined || target === null ? null : v >= target,
-    ];
-  };
+function rows(r: Results): Row[] {
+  const c = (key: string, at: number) => figureAt(r, key, at);
   return [
-    [
-      "Overhead ratio, pipeline / in-process",
-      fmt(r.overhead_ratio),
-      "≥ 0.5",
-      r.overhead_ratio >= 0.5,
-    ],
-    ["workerd CPU per turn (ms)", fmt(r.cpu_ms_per_turn), "< 2", r.cpu_ms_per_turn < 2],
+    ["Overhead ratio, pipeline / in-process", figure(r, "overhead_ratio"), atLeast(0.5)],
+    ["workerd CPU per turn (ms)", figure(r, "cpu_ms_per_turn"), under(2)],
     [
       "… with INFERENCE_STREAM=false: overhead ratio",
-      fmt(r.overhead_ratio_unstreamed),
-      "≥ 0.5",
-      r.overhead_ratio_unstreamed >= 0.5,
+      figure(r, "overhead_ratio_unstreamed"),
+      atLeast(0.5),
     ],
     [
       "… with INFERENCE_STREAM=false: CPU per turn (ms)",
-      fmt(r.cpu_ms_per_turn_unstreamed),
-      "< 2",
-      r.cpu_ms_per_turn_unstreamed < 2,
+      figure(r, "cpu_ms_per_turn_unstreamed"),
+      under(2),
     ],
     [
       "… with wrangler's local traces on: overhead ratio",
-      fmt(r.overhead_ratio_local_traces),
-      "—",
+      figure(r, "overhead_ratio_local_traces"),
       null,
     ],
     [
       "… with wrangler's local traces on: CPU per turn (ms)",
-      fmt(r.cpu_ms_per_turn_local_traces),
-      "—",
+      figure(r, "cpu_ms_per_turn_local_traces"),
       null,
     ],
-    ideal("8", null),
-    ideal("64", null),
-    ideal("256", 0.9),
-    ideal("1024", 0.75),
-    ["… the platform floor at C = 1024 (same run)", fmt(r.floor_ideal_ratio_1024), "—", null],
-    ["Pipeline overhead per turn, p50 (ms)", fmt(r.overhead_ms_p50, 0), "—", null],
-    ["Pipeline overhead per turn, p99 (ms)", fmt(r.overhead_ms_p99, 0), "—", null],
+    ["Achieved / ideal, C = 8", c("ideal_ratio", 8), null],
+    ["Achieved / ideal, C = 64", c("ideal_ratio", 64), null],
+    ["Achieved / ideal, C = 256", c("ideal_ratio", 256), atLeast(0.9)],
+    ["Achieved / ideal, C = 1024", c("ideal_ratio", 1024), atLeast(0.75)],
+    ["… the floor Worker's, C = 1024", figure(r, "floor_ideal_ratio_1024"), null],
+    ["Turn overhead at C = 256, p50 (ms)", figure(r, "overhead_ms_p50_256"), null, 0],
+    ["Turn overhead at C = 256, p99 (ms)", figure(r, "overhead_ms_p99_256"), atMost(50), 0],
+    ["… the floor Worker's p99 at C = 256 (ms)", figure(r, "floor_overhead_ms_p99_256"), null, 0],
     [
-      "Landing (groups of 8 per s, durable)",
-      fmt(r.landing_groups_per_s, 0),
-      "≥ 600",
-      r.landing_groups_per_s >= 600,
+      "… the pipeline's p99 over the floor's, same round (ms)",
+      figure(r, "overhead_ms_p99_256_over_floor"),
+      atMost(50),
+      0,
     ],
+    ["Peak workerd RSS, C = 8 to 1024 in a fresh process (MB)", figure(r, "peak_rss_mb"), null, 0],
+    ["… the floor Worker's, same points (MB)", figure(r, "floor_peak_rss_mb"), null, 0],
+    [
+      "… the pipeline's over the floor's, same round (MB)",
+      figure(r, "rss_over_floor_mb"),
+      atMost(128),
+      0,
+    ],
+    ["Landing (groups of 8 per s, durable)", figure(r, "landing_groups_per_s"), atLeast(600), 0],
     [
       "Serving (episodes per s, lease + ack)",
-      fmt(r.serving_episodes_per_s, 0),
-      "≥ 5000",
-      r.serving_episodes_per_s >= 5000,
+      figure(r, "serving_episodes_per_s"),
+      atLeast(5000),
+      0,
     ],
     [
       "Landing with tokens (groups of 8 per s: R2 object, then D1)",
-      fmt(r.landing_groups_per_s_tokens, 0),
-      "≥ 600",
-      r.landing_groups_per_s_tokens >= 600,
+      figure(r, "landing_groups_per_s_tokens"),
+      atLeast(600),
+      0,
     ],
     [
       "… at the local R2's own pace (one put per group + D1)",
-      fmt(r.landing_groups_per_s_tokens_r2_bound, 0),
-      "—",
+      figure(r, "landing_groups_per_s_tokens_r2_bound"),
       null,
+      0,
     ],
     [
       "Token CPU ratio, per turn with tokens / without (256-token completions)",
-      fmt(r.token_cpu_ratio),
-      "≤ 1.25",
-      r.token_cpu_ratio <= 1.25,
-    ],
-    [
-      "Token bytes per token (R2 object / tokens held)",
-      fmt(r.token_bytes_per_token),
-      "≤ 10",
-      r.token_bytes_per_token <= 10,
+      figure(r, "token_cpu_ratio"),
+      atMost(1.25),
     ],
     [
       "Token serving ratio, base64 tokens / without",
-      fmt(r.token_serving_ratio),
-      "≥ 0.5",
-      r.token_serving_ratio >= 0.5,
+      figure(r, "token_serving_ratio"),
+      atLeast(0.5),
     ],
     [
       "Remote step: workerd CPU per turn, Python guess-number over HTTP / built-in",
-      fmt(r.remote_step_cpu_ratio),
-      "—",
+      figure(r, "remote_step_cpu_ratio"),
       null,
     ],
     [
-      "… a turn's latency, remote / built-in (ms, simulator answering at once)",
-      `${fmt(r.remote_step_turn_ms, 1)} / ${fmt(r.builtin_step_turn_ms, 1)}`,
-      "—",
+      "… a turn's latency, remote (ms, simulator answering at once)",
+      figure(r, "remote_step_turn_ms"),
       null,
+      1,
     ],
+    ["… a turn's latency, built-in (ms)", figure(r, "builtin_step_turn_ms"), null, 1],
     [
       "Token-in: workerd CPU per turn, generation tokens / chat (256-token completions)",
-      fmt(r.token_in_cpu_ratio),
-      "—",
+      figure(r, "token_in_cpu_ratio"),
       null,
     ],
+    ["… turns per second end to end, tokens / chat", figure(r, "token_in_throughput_ratio"), null],
     [
-      "… turns per second end to end, tokens / chat",
-      `${fmt(r.token_in_throughput_ratio)} (${fmt(r.token_in_turns_per_s, 0)} / ${fmt(r.chat_turns_per_s, 0)})`,
-      "—",
+      "Teacher scoring (OPD): workerd CPU added per sampled token (µs)",
+      figure(r, "teacher_cpu_us_per_token"),
       null,
+      1,
     ],
-    [
-      "Teacher scoring (OPD): workerd CPU / wall time added per sampled token (µs)",
-      `${fmt(r.teacher_cpu_us_per_token, 1)} / ${fmt(r.teacher_wall_us_per_token, 1)}`,
-      "—",
-      null,
-    ],
-    ["Peak workerd RSS (MB)", fmt(r.peak_rss_mb, 0), "< 512", r.peak_rss_mb < 512],
-    [
-      "… the platform floor's peak RSS at C = 1024 (same run)",
-      fmt(r.floor_peak_rss_mb, 0),
-      "—",
-      null,
-    ],
+    ["… wall time added per sampled token (µs)", figure(r, "teacher_wall_us_per_token"), null, 1],
   ];
 }
 
 export function printTable(r: Results): void {
-  const table = rows(r).map(([name, value, target, met]) => ({
-    figure: name,
-    measured: value,
-    target,
-    met: met === null ? "" : met ? "yes" : "NO",
-  }));
-  console.table(table);
+  console.table(
+    rows(r).map(([name, f, target, digits]) => ({
+      figure: name,
+      measured: withSpread(f, digits),
+      target: target?.label ?? "—",
+      met: verdict(f, target),
+    })),
+  );
   console.table(
     r.growth.rows
       .filter((g) => [1, 10, 25, 50].includes(g.turn) || g.turn === r.growth.turns)
       .map((g) => ({
         turn: g.turn,
-        "stored B": g.storedBytes,
+        "object B": g.objectBytes,
+        "D1 B": g.d1Bytes,
+        "token B (R2)": g.tokenBytes,
         "to step worker B": g.stepCallBytes,
         "to inference B": g.inferenceBytes,
-        "token B": g.tokenBytes,
       })),
   );
 }
 
-export function writeOutputs(r: Results, command: string): void {
-  writeFileSync(resolve(ROOT, "bench/results.json"), `${JSON.stringify(r, null, 2)}\n`);
-  const path = resolve(ROOT, "docs/benchmarks.md");
-  const old = existsSync(path) ? readFileSync(path, "utf8") : "";
-  const notes = old.includes(NOTES_MARKER)
-    ? old.slice(old.indexOf(NOTES_MARKER) + NOTES_MARKER.length)
-    : "\n";
-  const p = (c: string) => r.overhead_ms_by_c[c];
-  const growthRows = r.growth.rows.filter((g) => [1, 10, 25, 50].includes(g.turn));
-  const text = `# Benchmarks
+function sharedWith(r: Results): string {
+  const s = r.machine_share;
+  const others = s.others
+    .filter((o) => o.cpuS >= 1)
+    .map((o) => `${o.command} ${fmt(o.cpuS, 0)} s`)
+    .join(", ");
+  const share = `${fmt(s.otherCpuS, 0)} CPU seconds over the run's ${fmt(s.seconds, 0)} s, ${fmt(s.otherCores)} cores on average`;
+  return s.otherCores < 0.05
+    ? `Nothing else of note used the CPU during the run (processes outside the bench's own: ${share}).`
+    : `Processes outside the bench's own used ${share}${others ? ` (the largest: ${others})` : ""}; the bench's own processes used ${fmt(s.benchCpuS, 0)} CPU seconds.`;
+}
 
-Written by \`${command}\` on ${r.date.slice(0, 10)} in ${fmt(r.seconds, 0)} s.
-Machine: ${r.machine}. One local workerd (\`wrangler dev\`, local D1) and the simulator share it.
-Figures are medians of repeated runs (one steady-state window per C for the ideal ratios) and ratios
-measured in the same run, because the machine is shared and noisy. Raw figures:
-[bench/results.json](../bench/results.json).
+function byCTable(r: Results): string {
+  const cs = Object.keys(r.ideal_ratio);
+  const cell = (key: string, c: string, digits = 2) => withSpread(figureAt(r, key, c), digits);
+  return [
+    "| C | Achieved / ideal, pipeline | floor | Turn overhead p50 / p99, pipeline (ms) | floor (ms) | workerd CPU per turn, pipeline / floor (ms) |",
+    "|---:|---:|---:|---:|---:|---:|",
+    ...cs.map(
+      (c) =>
+        `| ${c} | ${cell("ideal_ratio", c)} | ${cell("floor_ideal_ratio", c)} | ${fmt(figureAt(r, "overhead_ms_p50_by_c", c).median, 0)} / ${cell("overhead_ms_p99_by_c", c, 0)} | ${fmt(figureAt(r, "floor_overhead_ms_p50_by_c", c).median, 0)} / ${cell("floor_overhead_ms_p99_by_c", c, 0)} | ${fmt(figureAt(r, "workerd_cpu_ms_per_turn_by_c", c).median)} / ${fmt(figureAt(r, "floor_cpu_ms_per_turn_by_c", c).median)} |`,
+    ),
+  ].join("\n");
+}
 
-| Figure | Measured | Target | Met |
+function processTable(r: Results): string {
+  const sweep = r.details.sweep;
+  return [
+    "| Round | Process | workerd idle (MB) | Peak RSS (MB) |",
+    "|---:|---|---:|---:|",
+    ...sweep.processes.map(
+      (p) => `| ${p.round + 1} | ${p.side} | ${fmt(p.idleRssMb, 0)} | ${fmt(p.peakRssMb, 0)} |`,
+    ),
+  ].join("\n");
+}
+
+function warmUps(o: Results["details"]["overhead"]): string {
+  if (o.warmUpRuns.length === 0) return "no warm-up round";
+  return `warm-up rounds, not counted: in-process ${o.warmUpRuns.map((w) => fmt(w.inProcessTurnsPerS, 0)).join(" → ")}, pipeline ${o.warmUpRuns.map((w) => fmt(w.pipelineTurnsPerS, 0)).join(" → ")} turns/s`;
+}
+
+export function benchmarksDoc(r: Results, command: string): string {
+  const d = r.details;
+  const g = r.growth;
+  const growthRows = g.rows.filter((x) => [1, 10, 25, 50].includes(x.turn));
+  const sweep = d.sweep;
+  return `# Benchmarks
+
+Written whole by \`${command}\` from the run it describes: commit ${r.commit}${r.commit_dirty ? " (with uncommitted changes)" : ""}, ${r.date.slice(0, 10)}, ${fmt(r.seconds, 0)} s. Every figure below is read from
+[bench/results.json](../bench/results.json), which the same run wrote; nothing is kept from an
+earlier run.
+
+Machine (detected): ${r.machine}. ${sharedWith(r)}
+
+How figures are measured. Each part warms up before it counts, runs its variants in alternated
+order (A then B, then B then A; three variants rotate), repeats, and reports the median with the
+spread (lowest–highest) of every repeat; each repeat is in bench/results.json (\`*_runs\`). A figure
+measured once says so and is not judged against its target. Ratios compare variants measured in
+the same run, on the same stack, minutes apart; absolute figures move with the machine.
+
+| Figure | Median (spread, repeats) | Target | Met |
 |---|---:|---:|:-:|
 ${rows(r)
   .map(
-    ([name, value, target, met]) =>
-      `| ${name} | ${value} | ${target} | ${met === null ? "" : met ? "yes" : "**no**"} |`,
+    ([name, f, target, digits]) =>
+      `| ${name} | ${withSpread(f, digits)} | ${target?.label ?? "—"} | ${verdict(f, target)} |`,
   )
   .join("\n")}
+| Token bytes per token (R2 object / tokens held; bytes, the same every run) | ${fmt(r.token_bytes_per_token)} | ≤ 10 | ${r.token_bytes_per_token <= 10 ? "yes" : "**no**"} |
 
-What each figure is:
-- **Overhead ratio**: turns per second of the full pipeline (HTTP trigger, group Durable Object, step and score workers, D1 landing) divided by the SDK's own episode loop in one Node process, same guess-number groups, seeds and simulator at latency 0, completions streamed as by default (${fmt(r.details.overhead.pipelineTurnsPerS, 0)} vs ${fmt(r.details.overhead.inProcessTurnsPerS, 0)} turns/s, ${r.details.overhead.groups} groups of 8).
-- **workerd CPU per turn**: CPU time of the workerd process (every worker, object and local D1) over the pipeline run, divided by the turns played.
-- **… with INFERENCE_STREAM=false**: the same two figures with one body per completion instead of a stream (the reference loop also unstreamed), in a second stack (${fmt(r.details.unstreamed.pipelineTurnsPerS, 0)} vs ${fmt(r.details.unstreamed.inProcessTurnsPerS, 0)} turns/s). Streaming is the default because it keeps long generations alive through proxies that cut silent connections.
-- **… with wrangler's local traces on**: the streamed figures again, in a third stack where wrangler dev records its local trace of every call, as it does by default (${fmt(r.details.traced.pipelineTurnsPerS, 0)} vs ${fmt(r.details.traced.inProcessTurnsPerS, 0)} turns/s). edgeroll's local stack turns that off ([development.md](development.md#local-traces)); every other figure is measured without it.
-- **Achieved / ideal**: with every generation taking 1 s at the host, C episodes can make at most C turns per second; this is the rate in steady state (from 1 s after the last group started to 2 s before the last landed) over C (end to end, including start and the landing tail: ${Object.entries(
+## The pipeline against the floor, at each C
+
+Each round starts a fresh \`wrangler dev\` for the pipeline and another for the floor Worker, in
+alternated order (${sweep.processes.map((p) => p.side).join(", ")}), and each plays the same points in the same order (C = ${sweep.concurrencies.join(", ")}; ${sweep.turns} turns an episode, every generation 1 s at the simulator). The pipeline runs with
+\`MAX_INFLIGHT_GENERATIONS=${sweep.maxInflightGenerations}\`, above every C measured, so its limiter is called but never queues;
+the floor has no limiter, so it never does either. Medians over ${sweep.rounds} rounds:
+
+${byCTable(r)}
+
+${processTable(r)}
+
+${memoryAndTail(r)}
+
+## What each figure is
+
+- **Overhead ratio**: turns per second of the full pipeline (HTTP trigger, group Durable Object, step and score workers, D1 landing) divided by the SDK's own episode loop in one Node process, on the same guess-number groups, seeds and simulator at latency 0, completions streamed as by default (${fmt(d.overhead.pipelineTurnsPerS.median, 0)} vs ${fmt(d.overhead.inProcessTurnsPerS.median, 0)} turns/s, ${d.overhead.groups} groups of 8). Both are warmed up first and then alternate which runs first; ${warmUps(d.overhead)}.
+- **workerd CPU per turn**: CPU time of the workerd process (every worker, object and local D1) over the pipeline's part of a repeat, divided by the turns played. /proc counts it in clock ticks of ${r.machine_detail.clockTicksPerSecond} per second (\`getconf CLK_TCK\`).
+- **… with INFERENCE_STREAM=false**: the same two figures with one body per completion instead of a stream (the reference loop also unstreamed), in a second stack (${fmt(d.unstreamed.pipelineTurnsPerS.median, 0)} vs ${fmt(d.unstreamed.inProcessTurnsPerS.median, 0)} turns/s; ${warmUps(d.unstreamed)}).
+- **… with wrangler's local traces on**: the streamed figures again, in a third stack where wrangler dev records its local trace of every call, as it does by default (${fmt(d.traced.pipelineTurnsPerS.median, 0)} vs ${fmt(d.traced.inProcessTurnsPerS.median, 0)} turns/s). edgeroll's local stack turns that off ([development.md](development.md#local-traces)); every other figure is measured without it.
+- **Achieved / ideal**: with every generation taking 1 s at the host, C episodes can make at most C turns per second; this is the rate in steady state (from 1 s after the last group started to 2 s before the last landed, the least-squares slope of turns against time) over C (end to end, start and landing included: ${Object.keys(
     r.ideal_ratio_end_to_end,
   )
-    .map(([c, v]) => `C=${c} ${fmt(v)}`)
+    .map((c) => `C=${c} ${withSpread(figureAt(r, "ideal_ratio_end_to_end", c))}`)
     .join(", ")}).
-- **Pipeline overhead per turn**: the host's view of the time between finishing an episode's generation and receiving its next request, at C = 256 (by C: ${Object.keys(
-    r.overhead_ms_by_c,
-  )
-    .map((c) => `C=${c} p50 ${fmt(p(c)?.p50, 0)} / p99 ${fmt(p(c)?.p99, 0)} ms`)
-    .join("; ")}).
-- **Landing**: scored groups of 8 episodes of about 256 tokens, landed durably in D1 through the lander per second (${r.details.landing.groups} groups at once, ${r.details.landing.repeats} repeats). The reference is an in-memory, non-durable trajectory server of a popular peer, measured at about 311 such groups per second on this machine kind.
+- **Turn overhead**: the host's view of the time between finishing an episode's generation and receiving its next request (the step, the writes, the queueing in between), over every turn of the point; p50 and p99 are the simulator's, per point, and the medians over rounds.
+- **The floor Worker**: \`bench/floor/\`, a Worker that makes only the platform calls of an edgeroll turn (a streamed fetch asking for the same fields, so the host sends the same bytes; a step on an RpcTarget session of a service; the same statements in shared write turns, one object per group of 8) and none of edgeroll's own work (no limiter, validation, token parsing, scoring or landing). The distance between the pipeline and the floor is edgeroll's share; the floor itself is the platform's, locally.
+- **Peak workerd RSS**: the largest resident set of the workerd process, sampled every 250 ms, over a fresh process's points (so at C = 1,024, after the smaller Cs), for the pipeline and the floor in the same round.
+- **Landing**: scored groups of 8 episodes of about 256 tokens, landed durably in D1 through the lander per second (${d.landing.groups} groups at once, ${d.landing.repeats} repeats after a warm-up round, text and token landings alternating which goes first).
 - **Serving**: episodes per second leased (whole groups with transcripts, 50 groups per lease) and acked through the API.
-- **Peak workerd RSS**: the largest resident set of the workerd process, sampled every 250 ms while up to 1,024 episodes are in flight.
-- **The platform floor at C = 1024**: \`bench/floor/\`, a Worker that makes only the platform calls of an edgeroll turn (a streamed fetch, a step on an RpcTarget session, the same statements in shared write turns) and none of edgeroll's own work, run at C = 1,024 in the same run, in a fresh process (its peak RSS: ${fmt(r.floor_peak_rss_mb, 0)} MB). The distance between the pipeline's figure and this one is edgeroll's share; the rest is the platform's, locally.
-- **Landing with tokens**: the same groups as *Landing*, each turn also carrying its token ids and logprobs (about 256 tokens an episode): each group's token object is put in R2, then its rows go through the lander (${fmt(r.details.landing.landingGroupsPerSTokens, 0)} groups/s). Locally R2 is miniflare's emulation, which serves one operation at a time: in the same run it took ${fmt(r.r2_local_puts_per_s, 0)} puts/s of objects that size on its own, so one put per group on top of the text landing bounds the figure at ${fmt(r.landing_groups_per_s_tokens_r2_bound, 0)} groups/s. Deployed, each group writes its own object from its own Durable Object, in parallel.
-- **Token CPU ratio**: workerd CPU per turn with tokens over the same marathon groups with \`tokens: "off"\` (8 turns, 256-token completions, same seeds, alternating order; ${fmt(r.details.tokens.cpuMsPerTurnWith)} vs ${fmt(r.details.tokens.cpuMsPerTurnWithout)} ms): asking for the token fields, reading them from the stream, storing each turn's tokens and landing the token object.
-- **Token bytes per token**: the growth episode's token object over the tokens it holds (each turn's new prompt tokens and its completion): 4 bytes per id, 4 per completion logprob, and a JSON header of about 120 bytes per turn.
-- **Remote step**: the same guess-number groups (same seeds, so the same transcripts) against the built-in environment and against its Python twin served over HTTP by \`python3 -m edgeroll_env serve\` and registered by REMOTE_ENVS (${r.details.remote.groups} groups of 8, ${r.details.remote.repeats} repeats, alternating order): workerd CPU per turn, ${fmt(r.details.remote.remoteCpuMsPerTurn)} vs ${fmt(r.details.remote.builtInCpuMsPerTurn)} ms, is what the step's HTTP call (and its schema check) costs the platform in place of running the code in the step worker; the Python process's own CPU is not counted. A turn's latency is an episode's wall time over its turns, the median over the run's episodes, with the simulator answering at once.
-- **Token-in**: the same marathon groups (8 turns, 256-token completions, same seeds, rotating order) with \`generation: "chat"\` and \`"tokens"\` (${r.details.tokenIn.groups} groups of 8, ${r.details.tokenIn.repeats} repeats): workerd CPU per turn, ${fmt(r.details.tokenIn.tokensCpuMsPerTurn)} vs ${fmt(r.details.tokenIn.chatCpuMsPerTurn)} ms, and end-to-end turns per second with the simulator answering at once. A token-in turn makes two calls to the host (\`/tokenize\` for the new messages' ids, then \`/v1/completions\` with the prompt as ids) where a chat turn makes one, and sends the whole prompt as a list of ids.
-- **Teacher scoring**: the same token-in groups with \`algorithm: "opd"\` (the simulator's teacher scores each episode's sample with \`prompt_logprobs\`) over the token-in run without: the extra workerd CPU, and the extra wall time of the whole run, divided by the sampled tokens the teacher scored.
-- **Token serving ratio**: lease and ack of the same token-exact episodes, with base64 token samples (\`include: ["tokens"]\`) over without (\`messages\`, \`per_turn\`): each lease reads one R2 object per group and builds the samples.
+- **Landing with tokens**: the same groups as *Landing*, each turn also carrying its token ids and logprobs: each group's token object is put in R2, then its rows go through the lander. Locally R2 is miniflare's emulation, which serves one operation at a time: in the same run it took ${withSpread(figure(r, "r2_local_puts_per_s"), 0)} puts/s of objects that size on its own, so one put per group on top of the text landing bounds the figure (the row below it). Deployed, each group writes its own object from its own Durable Object, in parallel.
+- **Token CPU ratio**: workerd CPU per turn with tokens over the same marathon groups with \`tokens: "off"\` (8 turns, 256-token completions, same seeds, alternating order; ${withSpread(figure(r, "token_cpu_ms_per_turn"))} ms with tokens): asking for the token fields, reading them from the stream, storing each turn's tokens and landing the token object.
+- **Token bytes per token**: the growth episode's token object, read from local R2, over the tokens it holds (each turn's new prompt tokens and its completion); the bytes are the same in every run with the same seeds.
+- **Token serving ratio**: lease and ack of the same token-exact episodes, with base64 token samples (\`include: ["tokens"]\`) over without, the two alternating which goes first: each lease reads one R2 object per group and builds the samples.
+- **Remote step**: the same guess-number groups (same seeds, so the same transcripts) against the built-in environment and against its Python twin served over HTTP by \`python3 -m edgeroll_env serve\` (${d.remote.groups} groups of 8, ${d.remote.repeats} repeats, alternating order): workerd CPU per turn, ${withSpread(figure(r, "remote_step_cpu_ms_per_turn"))} against ${withSpread(figure(r, "builtin_step_cpu_ms_per_turn"))} ms; the Python process's own CPU is not counted. A turn's latency is an episode's wall time over its turns, the median over the run's episodes, with the simulator answering at once.
+- **Token-in**: the same marathon groups (8 turns, 256-token completions, same seeds, rotating order) with \`generation: "chat"\` and \`"tokens"\` (${d.tokenIn.groups} groups of 8, ${d.tokenIn.repeats} repeats): workerd CPU per turn, ${withSpread(figure(r, "token_in_cpu_ms_per_turn"))} against ${withSpread(figure(r, "chat_cpu_ms_per_turn"))} ms, and end-to-end turns per second with the simulator answering at once. A token-in turn makes two calls to the host (\`/tokenize\`, then \`/v1/completions\` with the prompt as ids) where a chat turn makes one.
+- **Teacher scoring**: the same token-in groups with \`algorithm: "opd"\` (the simulator's teacher scores each episode's sample with \`prompt_logprobs\`) over the token-in run without: the extra workerd CPU, and the extra wall time of the whole run, divided by the sampled tokens the teacher scored. The wall-time figure is a difference of two runs' durations and its spread shows how little of it is the teacher's.
 
 ## Growth with episode length
 
-Marathon episodes of ${r.growth.turns} turns with ${r.growth.replyBytes}-byte replies, bytes per turn at a given turn index:
+Marathon episodes of ${g.turns} turns with ${g.replyBytes}-byte replies, the first episode's bytes per turn at a given turn index, measured
+where they are kept. The object's rows are read from its SQLite file while the group waits in scoring (every turn written,
+nothing deleted); D1's from the landed rows; R2's from the token object itself. Row bytes are SQLite's records and index
+entries, as SQLite encodes them (summed over the object's tables they come to ${g.objectRowCheck.rows} bytes, and dbstat finds ${g.objectRowCheck.dbstat}
+in the same tables).
 
-| Turn | Stored in the object | Moved to D1 (once, at landing) | Token bytes (R2, once) | Moved to the step worker (transcript so far) | Inference request (prompt) |
+| Turn | Stored in the object (its rows) | Landed in D1 (message rows) | Token bytes in R2 (header entry and arrays) | Moved to the step worker (transcript so far) | Inference request (prompt) |
 |---:|---:|---:|---:|---:|---:|
-${growthRows.map((g) => `| ${g.turn} | ${g.storedBytes} | ${g.storedBytes} | ${g.tokenBytes} | ${g.stepCallBytes} | ${g.inferenceBytes} |`).join("\n")}
+${growthRows.map((x) => `| ${x.turn} | ${x.objectBytes} | ${x.d1Bytes} | ${x.tokenBytes} | ${x.stepCallBytes} | ${x.inferenceBytes} |`).join("\n")}
 
-Stored bytes per turn stay flat, token bytes too — a turn stores only the prompt tokens after what the previous turn left (the environment's reply and the template's glue) and its completion — so storage grows linearly with the transcript (token object: ${r.growth.tokenObjectBytes} bytes for ${r.growth.tokensHeld} tokens, ${fmt(r.growth.tokenBytesPerToken)} bytes per token; the transcript: ${r.growth.storedTotal} bytes for the whole episode, landed in D1 once). The step call carries the whole transcript because environments rebuild their state by replaying it, so it grows with the turn index and its total over an episode is quadratic (${r.growth.stepCallTotal} bytes, ${fmt(r.growth.stepCallTotal / r.growth.storedTotal, 1)}× the transcript); it travels over a Worker-to-Worker RPC inside one location, never to D1, and is the same size as the prompt the inference host must receive anyway.
+Over the whole episode its turns' rows take ${g.objectTotal} bytes in the object and ${g.d1Total} in D1; as the wire carries it, the
+transcript is ${g.transcriptWireBytes} bytes. The object's SQLite file used ${g.objectPages} bytes of pages while scoring (both episodes, every
+table), and D1's pages grew by ${g.d1PagesAdded} bytes with the group's landing (page-granular, indexes and the groups and episodes rows
+included). The token object is ${g.tokenObjectBytes} bytes for ${g.tokensHeld} tokens (${fmt(g.tokenBytesPerToken)} bytes per token; ${g.tokenObjectFixedBytes} of them no
+turn owns: the magic, the header's frame, the padding). Stored bytes per turn stay flat, so storage grows linearly with the transcript.
+The step call carries the whole transcript because environments rebuild their state by replaying it, so it grows with the turn index
+and its total over an episode is quadratic (${g.stepCallTotal} bytes, ${fmt(g.stepCallTotal / g.transcriptWireBytes, 1)}× the transcript); it travels over a Worker-to-Worker RPC inside
+one location, never to D1, and is the size of the prompt the inference host must receive anyway.
 
 ## Commands
 
-- \`npm run bench\`: everything above (under 10 minutes); rewrites this file and bench/results.json.
-- \`npm run bench -- --quick\`: a reduced run in under 90 s, printed only (CI runs it).
-- \`npm run bench:floor\`: the C = 1,024 run alternated with a Worker that makes only a turn's platform calls, in fresh processes (notes below).
+- \`npm run bench\`: everything above; rewrites this file and bench/results.json (this run: ${fmt(r.seconds / 60, 0)} minutes).
+- \`npm run bench -- --quick\`: a reduced run, printed only (CI runs it).
+- \`npm run bench:floor [-- ROUNDS C,C]\`: the pipeline against the floor Worker alone, fresh processes, alternated.
+- \`npm run bench:profile\`: a V8 CPU profile of the Worker; \`npm run bench:heap\`: a heap snapshot of workerd at the C = 1,024 peak, summarized.
+- \`npx tsx bench/report.ts\`: writes this file again from bench/results.json.
+`;
+}
 
-${NOTES_MARKER}${notes}`;
-  writeFileSync(path, text);
+export function writeOutputs(r: Results, command: string): void {
+  writeFileSync(RESULTS, `${JSON.stringify(r, null, 2)}\n`);
+  writeFileSync(DOC, benchmarksDoc(r, command));
+}
+
+// `tsx bench/report.ts`: the document again, from the results the last full run wrote.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const results = JSON.parse(readFileSync(RESULTS, "utf8")) as Results;
+  writeFileSync(DOC, benchmarksDoc(results, "npm run bench"));
+  console.log("wrote docs/benchmarks.md from bench/results.json");
 }

@@ -2,49 +2,55 @@
  * `npm run bench [-- --quick]`: what edgeroll costs on top of inference, measured against its
  * references in one run on this machine. See docs/benchmarks.md for the figures and what they mean.
  */
-import { type FloorPoint, measureFloor } from "./floor-point";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { measureGrowth } from "./growth";
-import { type IdealPoint, measureIdeal } from "./ideal";
 import { measureLanding } from "./landing";
+import { detectMachine } from "./machine";
+import { machineShareSampler } from "./machine-share";
 import { measureOverhead, type OverheadResult } from "./overhead";
 import { measureRemoteStep, REMOTE_NAME, startPythonGuessNumber } from "./remote-env";
-import { printTable, resultsJson, writeOutputs } from "./report";
+import type { Repeated } from "./repeats";
+import { benchmarksDoc, printTable, writeOutputs } from "./report";
+import { fromRepeated, withSpread } from "./report-figures";
+import { resultsJson } from "./results";
 import { withBenchStack } from "./stack";
+import { measureSweep } from "./sweep";
 import { measureTokenIn } from "./token-in";
 import { measureTokenCpu } from "./tokens";
 
 const quick = process.argv.includes("--quick");
 const plan = quick
   ? {
-      overhead: { groups: 4, repeats: 1 },
-      concurrency: [8, 64],
-      turns: 6,
+      overhead: { groups: 4, repeats: 2, warmUps: 1 },
+      sweep: { concurrencies: [8, 64], turns: 6, rounds: 1 },
       growthTurns: 10,
-      landing: { groups: 50, repeats: 1 },
-      tokens: { groups: 4, repeats: 1 },
-      remote: { groups: 4, repeats: 1 },
+      landing: { groups: 50, repeats: 2 },
+      tokens: { groups: 4, repeats: 2 },
+      remote: { groups: 4, repeats: 2 },
       tokenIn: { groups: 4, repeats: 1 },
-      floor: false,
     }
   : {
-      overhead: { groups: 32, repeats: 3 },
-      concurrency: [8, 64, 256, 1024],
-      turns: 12,
+      overhead: { groups: 32, repeats: 6, warmUps: 2 },
+      sweep: { concurrencies: [8, 64, 256, 1024], turns: 12, rounds: 3 },
       growthTurns: 50,
-      landing: { groups: 600, repeats: 3 },
+      landing: { groups: 600, repeats: 4 },
       tokens: { groups: 16, repeats: 4 },
       remote: { groups: 16, repeats: 4 },
       tokenIn: { groups: 16, repeats: 3 },
-      floor: true,
     };
 
 const started = Date.now();
+const share = machineShareSampler();
+const machine = detectMachine();
+const spread = (r: Repeated, digits = 2) => withSpread(fromRepeated(r), digits);
 const say = (line: string) =>
   console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`);
 
 function sayOverhead(o: OverheadResult, note = ""): void {
   say(
-    `overhead (${o.stream ? "streamed" : "non-streamed"}${note}): ratio ${o.overheadRatio.toFixed(2)}, ${o.cpuMsPerTurn.toFixed(2)} ms workerd CPU per turn`,
+    `overhead (${o.stream ? "streamed" : "non-streamed"}${note}): ratio ${spread(o.overheadRatio)}, workerd CPU per turn ${spread(o.cpuMsPerTurn)} ms`,
   );
 }
 
@@ -53,46 +59,26 @@ const python = await startPythonGuessNumber();
 const pipeline = await withBenchStack(
   async (bench) => {
     say(
-      `overhead: ${plan.overhead.groups} guess-number groups of 8, ${plan.overhead.repeats} repeat(s)`,
+      `overhead: ${plan.overhead.groups} guess-number groups of 8, ${plan.overhead.warmUps} warm-up round(s), ${plan.overhead.repeats} repeats`,
     );
     const overhead = await measureOverhead(bench, { ...plan.overhead, stream: true });
     sayOverhead(overhead);
-    const ideal: IdealPoint[] = [];
-    for (const c of plan.concurrency) {
-      const point = await measureIdeal(bench, c, plan.turns);
-      say(
-        `C=${c}: achieved/ideal ${point.ratio.toFixed(2)}, overhead p50 ${point.overheadMsP50} ms, p99 ${point.overheadMsP99} ms, RSS ${point.peakRssMb.toFixed(0)} MB, workerd ${point.workerdCores.toFixed(2)} cores`,
-      );
-      ideal.push(point);
-    }
     const growth = await measureGrowth(bench, plan.growthTurns);
     say(
-      `growth: ${growth.turns} turns, ${growth.storedTotal} bytes stored, token object ${growth.tokenObjectBytes} bytes for ${growth.tokensHeld} tokens (${growth.tokenBytesPerToken.toFixed(2)} B/token)`,
+      `growth: ${growth.turns} turns, ${growth.objectTotal} bytes in the object, ${growth.d1Total} in D1, token object ${growth.tokenObjectBytes} bytes for ${growth.tokensHeld} tokens`,
     );
     const tokens = await measureTokenCpu(bench, plan.tokens);
-    say(
-      `tokens: ${tokens.cpuMsPerTurnWith.toFixed(2)} ms CPU per turn with, ${tokens.cpuMsPerTurnWithout.toFixed(2)} without (ratio ${tokens.ratio.toFixed(2)})`,
-    );
+    say(`tokens: CPU per turn with / without ${spread(tokens.ratio)}`);
     const remote = await measureRemoteStep(bench, plan.remote);
-    say(
-      `remote step: ${remote.remoteCpuMsPerTurn.toFixed(2)} ms CPU per turn over HTTP, ${remote.builtInCpuMsPerTurn.toFixed(2)} built in (ratio ${remote.cpuRatio.toFixed(2)}); turn ${remote.remoteTurnMs.toFixed(1)} vs ${remote.builtInTurnMs.toFixed(1)} ms`,
-    );
+    say(`remote step: CPU per turn over HTTP / built in ${spread(remote.cpuRatio)}`);
     const tokenIn = await measureTokenIn(bench, plan.tokenIn);
     say(
-      `token-in: ${tokenIn.tokensCpuMsPerTurn.toFixed(2)} ms CPU per turn, chat ${tokenIn.chatCpuMsPerTurn.toFixed(2)} (ratio ${tokenIn.cpuRatio.toFixed(2)}); turns/s ratio ${tokenIn.throughputRatio.toFixed(2)}; teacher ${tokenIn.teacherCpuUsPerToken.toFixed(1)} µs CPU, ${tokenIn.teacherWallUsPerToken.toFixed(1)} µs wall per sampled token`,
+      `token-in: CPU per turn tokens / chat ${spread(tokenIn.cpuRatio)}; turns/s ${spread(tokenIn.throughputRatio)}`,
     );
-    return { overhead, ideal, growth, tokens, remote, tokenIn };
+    return { overhead, growth, tokens, remote, tokenIn };
   },
   { vars: { REMOTE_ENVS: JSON.stringify({ [REMOTE_NAME]: python.url }) } },
 ).finally(() => python.child.kill());
-// The platform's floor at C = 1,024 in the same run: a Worker making only a turn's calls.
-let floor: FloorPoint | null = null;
-if (plan.floor) {
-  floor = await measureFloor();
-  say(
-    `floor C=1024: achieved/ideal ${floor.ratio.toFixed(2)}, peak RSS ${floor.peakRssMb.toFixed(0)} MB`,
-  );
-}
 // The same comparison with one body per completion (INFERENCE_STREAM=false), in its own stack.
 const unstreamed = await withBenchStack(
   (bench) => measureOverhead(bench, { ...plan.overhead, stream: false }),
@@ -105,10 +91,15 @@ const traced = await withBenchStack(
   { localTraces: true },
 );
 sayOverhead(traced, ", wrangler's local traces on");
+// The ideal ratios and their floor: fresh processes, the pipeline and the floor alternated.
+say(
+  `ideal ratios: C = ${plan.sweep.concurrencies.join(", ")}, ${plan.sweep.rounds} round(s) of the pipeline and the floor Worker`,
+);
+const sweep = await measureSweep(plan.sweep, say);
 say(`landing and serving: ${plan.landing.groups} groups, ${plan.landing.repeats} repeat(s)`);
 const landing = await measureLanding(plan.landing.groups, plan.landing.repeats);
 say(
-  `landing ${landing.landingGroupsPerS.toFixed(0)} groups/s (${landing.landingGroupsPerSTokens.toFixed(0)} with tokens), serving ${landing.servingEpisodesPerS.toFixed(0)} episodes/s (base64 tokens: ${landing.tokenServingRatio.toFixed(2)} of the same without)`,
+  `landing ${spread(landing.landingGroupsPerS, 0)} groups/s, serving ${spread(landing.servingEpisodesPerS, 0)} episodes/s, token serving ratio ${spread(landing.tokenServingRatio)}`,
 );
 
 const results = resultsJson({
@@ -117,12 +108,21 @@ const results = resultsJson({
   ...pipeline,
   unstreamed,
   traced,
+  sweep,
   landing,
-  floor,
+  machine,
+  share: share.stop(),
 });
 printTable(results);
-if (quick) say("quick run: figures printed only; `npm run bench` writes docs/benchmarks.md");
-else {
+if (quick) {
+  // Not written where the full run writes: a quick run's figures are no document's. Rendered all
+  // the same, so that CI proves the document can be made from these results.
+  const out = join(tmpdir(), "edgeroll-bench-quick");
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(out, "benchmarks.md"), benchmarksDoc(results, "npm run bench -- --quick"));
+  say(`quick run: written to ${out} only; \`npm run bench\` writes docs/benchmarks.md`);
+} else {
   writeOutputs(results, "npm run bench");
   say("wrote docs/benchmarks.md and bench/results.json");
 }

@@ -3,6 +3,13 @@ import { withStack } from "../reliability/harness";
 import type { LocalStack } from "../src/cli/local-stack";
 import { EdgerollClient } from "../src/client/edgeroll-client";
 
+/**
+ * The in-flight cap every pipeline stack of the bench runs with: above the largest C measured
+ * (1,024), so that it never binds, as in the floor Worker, which has no limiter. The limiter's
+ * calls are still made; only its queue stays empty.
+ */
+export const BENCH_MAX_INFLIGHT = 4096;
+
 export interface BenchStack {
   stack: LocalStack;
   client: EdgerollClient;
@@ -20,7 +27,11 @@ export function withBenchStack<T>(
   // The in-flight cap is lifted so that C = 1,024 episodes can all be generating at once.
   const options = {
     sim: { latency: { ttftMs: 0, msPerToken: 0, msPerPromptToken: 0 } },
-    vars: { MAX_INFLIGHT_GENERATIONS: "4096", HEARTBEAT_S: "30", ...extra.vars },
+    vars: {
+      MAX_INFLIGHT_GENERATIONS: String(BENCH_MAX_INFLIGHT),
+      HEARTBEAT_S: "30",
+      ...extra.vars,
+    },
     ...(extra.inspectorPort ? { inspectorPort: extra.inspectorPort } : {}),
     ...(extra.localTraces !== undefined ? { localTraces: extra.localTraces } : {}),
   };
@@ -53,12 +64,4 @@ export async function waitForRun(
     if (Date.now() > deadline) throw new Error(`run ${runId} did not land in ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }

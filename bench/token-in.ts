@@ -13,7 +13,8 @@
 import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { workerdCpuMs } from "./proc";
-import { type BenchStack, median, waitForRun } from "./stack";
+import { over, type Repeated } from "./repeats";
+import { type BenchStack, waitForRun } from "./stack";
 
 const MODEL = "sim+pad:256";
 const TEACHER = "sim+teacher+pad:256";
@@ -25,18 +26,18 @@ export interface TokenInResult {
   groups: number;
   repeats: number;
   completionTokens: number;
-  chatCpuMsPerTurn: number;
-  tokensCpuMsPerTurn: number;
+  chatCpuMsPerTurn: Repeated;
+  tokensCpuMsPerTurn: Repeated;
   /** Tokens mode over chat mode, workerd CPU per turn (median of the runs' ratios). */
-  cpuRatio: number;
-  chatTurnsPerS: number;
-  tokensTurnsPerS: number;
+  cpuRatio: Repeated;
+  chatTurnsPerS: Repeated;
+  tokensTurnsPerS: Repeated;
   /** Tokens mode over chat mode, turns per second end to end. */
-  throughputRatio: number;
+  throughputRatio: Repeated;
   /** Workerd CPU (µs) OPD adds per sampled token the teacher scored. */
-  teacherCpuUsPerToken: number;
+  teacherCpuUsPerToken: Repeated;
   /** Wall time (µs) OPD adds per sampled token, over the whole run. */
-  teacherWallUsPerToken: number;
+  teacherWallUsPerToken: Repeated;
   runs: Record<
     Variant,
     {
@@ -103,7 +104,7 @@ export async function measureTokenIn(
       );
     runs.push(run);
   }
-  const per = (f: (run: TokenInResult["runs"][number]) => number) => median(runs.map(f));
+  const per = (f: (run: TokenInResult["runs"][number]) => number) => over(runs, f);
   return {
     groups: options.groups,
     repeats: options.repeats,

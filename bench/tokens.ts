@@ -7,16 +7,17 @@
 import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { workerdCpuMs } from "./proc";
-import { type BenchStack, median, waitForRun } from "./stack";
+import { over, type Repeated } from "./repeats";
+import { type BenchStack, waitForRun } from "./stack";
 
 export interface TokenCpuResult {
   groups: number;
   repeats: number;
   completionTokens: number;
-  cpuMsPerTurnWithout: number;
-  cpuMsPerTurnWith: number;
+  cpuMsPerTurnWithout: Repeated;
+  cpuMsPerTurnWith: Repeated;
   /** CPU per turn with tokens over without: the target is at most 1.25. */
-  ratio: number;
+  ratio: Repeated;
   runs: { without: number; with: number }[];
 }
 
@@ -74,9 +75,9 @@ export async function measureTokenCpu(
     groups: options.groups,
     repeats: options.repeats,
     completionTokens: 256,
-    cpuMsPerTurnWithout: median(runs.map((r) => r.without)),
-    cpuMsPerTurnWith: median(runs.map((r) => r.with)),
-    ratio: median(runs.map((r) => r.with / r.without)),
+    cpuMsPerTurnWithout: over(runs, (r) => r.without),
+    cpuMsPerTurnWith: over(runs, (r) => r.with),
+    ratio: over(runs, (r) => r.with / r.without),
     runs,
   };
 }

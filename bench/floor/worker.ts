@@ -5,7 +5,7 @@
  * write turn, a step on an `RpcTarget` session of a service, and the statements that record the
  * step in another write turn. None of edgeroll's own work (limiter, validation, scoring, landing,
  * restarts): whatever the pipeline loses beyond this Worker is edgeroll's, the rest is the
- * platform's. The schema and statements are copies of src/rollout/group-store.ts's, on purpose:
+ * platform's. The schema and statements are copies of src/rollout/storage/'s, on purpose:
  * the floor imports nothing of edgeroll, so none of its work can hide in here.
  */
 import { DurableObject, RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
@@ -83,6 +83,25 @@ export class FloorGroup extends DurableObject<FloorEnv> {
     );
   }
 
+  /** A generation's body; a connection that breaks is tried again, as edgeroll's client does. */
+  private async generate(url: string, request: object, signal: AbortSignal): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(request),
+          signal,
+        });
+        if (!response.ok) throw new Error(`the host answered ${response.status}`);
+        return await response.text();
+      } catch (error) {
+        if (attempt >= 5 || signal.aborted) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+      }
+    }
+  }
+
   /** Plays the group's episodes to the end, then deletes its storage as a landed group does. */
   async play(turns: number, url: string, model: string): Promise<void> {
     this.sql.exec(SCHEMA);
@@ -107,19 +126,26 @@ export class FloorGroup extends DurableObject<FloorEnv> {
       );
       const deadline = new AbortController();
       const timer = setTimeout(() => deadline.abort(), 600_000);
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
+      // The fields edgeroll's request carries (src/inference/completion.ts), token fields
+      // included, so that the host answers with the same bytes; only their parsing is left out.
+      const body = await this.generate(
+        url,
+        {
           model,
-          messages: transcript,
-          stream: true,
-          max_completion_tokens: 16,
+          temperature: 1,
+          top_p: 1,
+          max_tokens: 16,
           seed: idx * 1000 + turn,
-        }),
-        signal: deadline.signal,
-      });
-      const body = await response.text();
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: transcript,
+          max_completion_tokens: 16,
+          logprobs: true,
+          top_logprobs: 0,
+          return_token_ids: true,
+        },
+        deadline.signal,
+      );
       clearTimeout(timer);
       let content = "";
       for (const line of body.split("\n")) {

@@ -224,7 +224,8 @@ async function measure(runId: string, count: number): Promise<string> {
   // Landing, text only and with tokens; the order alternates so neither always runs warmer.
   let landText: number;
   let landTokens: number;
-  if (round++ % 2 === 0) {
+  const textFirst = round++ % 2 === 0;
+  if (textFirst) {
     landText = await land(text);
     landTokens = await land(tokens);
   } else {
@@ -233,14 +234,24 @@ async function measure(runId: string, count: number): Promise<string> {
   }
   const served = await serve(`${runId}-text`, {});
   expect(served.episodes).toBe(count * SIZE);
-  // The same token-exact episodes served twice: as text, then as base64 token samples.
-  const plain = await serve(`${runId}-tokens`, {});
-  await makeAvailable(`${runId}-tokens`);
-  const withTokens = await serve(`${runId}-tokens`, {
-    include: ["tokens"],
-    token_encoding: "base64",
-  });
+  // The same token-exact episodes served twice, as text and as base64 token samples, in the
+  // order the landings above ran: alternated from round to round, as they are.
+  const asText = () => serve(`${runId}-tokens`, {});
+  const asTokens = () =>
+    serve(`${runId}-tokens`, { include: ["tokens"], token_encoding: "base64" });
+  let plain: Awaited<ReturnType<typeof serve>>;
+  let withTokens: Awaited<ReturnType<typeof serve>>;
+  if (textFirst) {
+    plain = await asText();
+    await makeAvailable(`${runId}-tokens`);
+    withTokens = await asTokens();
+  } else {
+    withTokens = await asTokens();
+    await makeAvailable(`${runId}-tokens`);
+    plain = await asText();
+  }
   expect(withTokens.episodes).toBe(count * SIZE);
+  expect(plain.episodes).toBe(count * SIZE);
   const object = await env.TOKENS.get(tokens[0]?.tokens?.object?.key ?? "");
   const tokenObject = new Uint8Array((await object?.arrayBuffer()) ?? new ArrayBuffer(0));
   const floor = await r2Floor(tokenObject, count);
@@ -248,6 +259,7 @@ async function measure(runId: string, count: number): Promise<string> {
   const plainPerS = plain.episodes / plain.seconds;
   return `BENCH_RESULT ${JSON.stringify({
     groups: count,
+    text_first: textFirst,
     landing_seconds: landText,
     landing_groups_per_s: count / landText,
     landing_groups_per_s_tokens: count / landTokens,

@@ -20,7 +20,7 @@ import type { MessageRow } from "./storage/transcripts";
 
 function episodeForScoring(
   episode: EpisodeRow,
-  messages: Map<number, MessageRow[]>,
+  messages: ReadonlyMap<number, readonly MessageRow[]>,
   steps: Map<number, JsonObject[]>,
 ) {
   return assembleEpisode({

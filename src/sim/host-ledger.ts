@@ -26,6 +26,14 @@ export interface SimulatorStats extends Tally {
   turnOverheadMs: { count: number; p50: number | null; p99: number | null; mean: number | null };
 }
 
+/** One gap between turns: when the next request arrived, how long after its parent, at which turn. */
+export interface TurnGap {
+  at: number;
+  ms: number;
+  /** The sampled actions in the transcript so far: the next generation's turn index. */
+  turn: number;
+}
+
 /** The tokens of one answer, as the host sent them (`GET /sim/answers`). */
 export interface RecordedAnswer {
   prompt_token_ids: number[];
@@ -71,6 +79,7 @@ export class HostLedger {
   /** When each answered generation finished, by the transcript it extended. */
   private readonly finishedAt = new Map<number, number>();
   private readonly overheads: number[] = [];
+  private readonly gaps: TurnGap[] = [];
   private readonly attempts = new Map<string, number>();
   private readonly answers = new Map<string, RecordedAnswer>();
 
@@ -96,8 +105,12 @@ export class HostLedger {
     const lastAction = messages.findLastIndex((m) => m.role === "assistant");
     if (lastAction === -1) return;
     const parent = this.finishedAt.get(transcriptKey(messages.slice(0, lastAction + 1)));
-    if (parent !== undefined && this.overheads.length < 1_000_000)
-      this.overheads.push(Date.now() - parent);
+    if (parent !== undefined && this.overheads.length < 1_000_000) {
+      const at = Date.now();
+      this.overheads.push(at - parent);
+      const turn = messages.filter((m) => m.role === "assistant").length;
+      this.gaps.push({ at, ms: at - parent, turn });
+    }
   }
 
   /** A generation finished: `action` is what the model said after `messages`. */
@@ -125,7 +138,13 @@ export class HostLedger {
     };
   }
 
+  /** Every gap since the last reset, in arrival order (the bench's breakdown of the tail). */
+  turnGaps(): TurnGap[] {
+    return [...this.gaps];
+  }
+
   resetOverheads(): void {
     this.overheads.length = 0;
+    this.gaps.length = 0;
   }
 }

@@ -15,13 +15,13 @@ import { completions } from "./completions-route";
 import { SIM_MODEL } from "./directives";
 import { type FaultRates, NO_FAULTS } from "./faults";
 import type { Host, LatencyModel } from "./host";
-import { HostLedger, type SimulatorStats } from "./host-ledger";
+import { HostLedger, type SimulatorStats, type TurnGap } from "./host-ledger";
 import { sendJson } from "./http";
 import { detokenizeRoute, tokenizeRoute } from "./tokenize-route";
 
 export type { FaultRates } from "./faults";
 export type { LatencyModel } from "./host";
-export type { SimulatorStats } from "./host-ledger";
+export type { SimulatorStats, TurnGap } from "./host-ledger";
 
 export interface SimulatorOptions {
   port?: number;
@@ -39,6 +39,8 @@ export interface Simulator {
   url: string;
   port: number;
   stats(): SimulatorStats;
+  /** Every gap between an episode's turns since the last stats reset, as the host saw it. */
+  turnGaps(): TurnGap[];
   close(): Promise<void>;
 }
 
@@ -108,6 +110,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     url: `http://${options.host ?? "127.0.0.1"}:${port}/v1`,
     port,
     stats: () => host.ledger.stats(),
+    turnGaps: () => host.ledger.turnGaps(),
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

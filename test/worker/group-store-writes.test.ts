@@ -100,3 +100,14 @@ it("a reply of several messages is written whole or not at all", async () => {
     expect(seqs(storage)).toEqual([0, 1, 3]);
   });
 });
+
+it("the group's messages, read once for scoring and landing, are read again after a write", async () => {
+  await withOpenedEpisode((store) => {
+    const contents = () =>
+      (store.transcripts.messagesByEpisode().get(0) ?? []).map((m) => m.message.content);
+    expect(contents()).toEqual(["Guess."]);
+    expect(store.transcripts.messagesByEpisode()).toBe(store.transcripts.messagesByEpisode());
+    store.recordAction(0, sampledMessage({ content: "5" }), STATS, NO_TOKENS);
+    expect(contents()).toEqual(["Guess.", "5"]);
+  });
+});
