@@ -72,6 +72,11 @@ const plan: TrainingPlan = quick
     };
 
 const started = Date.now();
+/** The code the run ran, read before it starts (a run takes minutes; the tree may move on). */
+const commit = spawnSync("git", ["describe", "--always", "--dirty"], {
+  cwd: ROOT,
+  encoding: "utf8",
+}).stdout.trim();
 const say = (line: string) =>
   console.log(`[train ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`);
 
@@ -250,7 +255,7 @@ try {
   const summary = {
     ...output,
     kind: control ? "control" : "rl",
-    commit: run("git", ["rev-parse", "--short", "HEAD"]).trim(),
+    commit,
     date: new Date().toISOString().slice(0, 10),
     machine: machine(output.accelerators ?? []),
     seed,
