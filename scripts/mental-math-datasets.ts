@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 
 export const SPLIT_SEED = 27;
-export const TRAIN_SIZE = 48;
+export const TRAIN_SIZE = 192;
 export const HELDOUT_SIZE = 64;
 const QUESTIONS = 3;
 const INPUT = "A quick drill of sums.";

@@ -149,8 +149,10 @@ function document(p: TrainingPlan, seeds: ReturnType<typeof pairs>): string {
   const versions = seeds[0]?.rl.heldout.map((e) => e.version) ?? [];
   const lastVersions = versions.slice(-FINAL_EVALS).join(" and ");
   const { shared, total, drills } = sharedSums();
-  const first3 = (r: TrainingRun) => mean(r.reward_by_step.slice(0, 3));
-  const last3 = (r: TrainingRun) => mean(r.reward_by_step.slice(-3));
+  // One pass visits every training drill once, in order: the first pass against the last.
+  const pass = Math.min(Math.ceil(drills / p.groups), Math.floor(p.steps / 2));
+  const firstPass = (r: TrainingRun) => mean(r.reward_by_step.slice(0, pass));
+  const lastPass = (r: TrainingRun) => mean(r.reward_by_step.slice(-pass));
   const yes = (ok: boolean) => (ok ? "yes" : "**no**");
   const seedRows = seeds
     .map(
@@ -173,7 +175,7 @@ function document(p: TrainingPlan, seeds: ReturnType<typeof pairs>): string {
   const trainRows = seeds
     .map(
       ({ seed, rl, control }) =>
-        `| ${seed} | ${f3(first3(rl))} → ${f3(last3(rl))} (${signed(last3(rl) - first3(rl))}) | ${f3(first3(control))} → ${f3(last3(control))} (${signed(last3(control) - first3(control))}) | ${Math.max(...rl.mismatch_by_step).toExponential(1)} |`,
+        `| ${seed} | ${f3(firstPass(rl))} → ${f3(lastPass(rl))} (${signed(lastPass(rl) - firstPass(rl))}) | ${f3(firstPass(control))} → ${f3(lastPass(control))} (${signed(lastPass(control) - firstPass(control))}) | ${Math.max(...rl.mismatch_by_step).toExponential(1)} |`,
     )
     .join("\n");
   const stepSeconds = mean(rl.flatMap((r) => r.seconds_by_step));
@@ -233,9 +235,9 @@ ${range(rl.map((r) => r.heldout[0]?.reward ?? Number.NaN))}: compare the margins
 |---:|${seeds.map(() => "---:|---:").join("|")}|
 ${curveRows}
 
-**Training reward** (on the training drills, which the warm-up memorised; the first three steps'
-mean against the last three's, ${3 * p.groups} groups each, the training drills in order) and the largest
-mismatch between recomputed and served logprobs before any update (bound 1e-3):
+**Training reward** (on the training drills; the mean over the first ${pass} steps, one pass over
+the ${drills} drills in order, against the last ${pass} steps') and the largest mismatch between
+recomputed and served logprobs before any update (bound 1e-3):
 
 | Seed | RL | Control | Worst mismatch (RL) |
 |---:|---:|---:|---:|
