@@ -224,7 +224,9 @@ try {
     .concat(["--epochs", String(plan.epochs), "--minibatches", String(plan.minibatches)])
     .concat(["--lr", String(plan.lr), "--mismatch-bound", String(MISMATCH_BOUND)])
     .concat(["--eval-every", String(plan.evalEvery), "--eval-examples", String(plan.evalExamples)])
-    .concat(["--eval-group-size", String(plan.evalGroupSize)]);
+    .concat(["--eval-group-size", String(plan.evalGroupSize)])
+    // A full run keeps its warm-up, so the seed's control (or RL run) starts from the same weights.
+    .concat(quick ? [] : ["--warm-up-cache", join(ROOT, ".cache/train-warm-up")]);
   trainer = spawn(PYTHON, args, {
     cwd: HERE,
     env: { ...process.env, EDGEROLL_TOKEN: stack.tokens.admin, PYTHONUNBUFFERED: "1" },

@@ -90,6 +90,33 @@ def warm_up(model, examples, steps: int, lr: float, rng: random.Random) -> float
     return float(loss.detach())
 
 
+def cached_warm_up(model, examples, args, rng: random.Random) -> dict:
+    """The warm-up, kept under `--warm-up-cache` by everything that determines it (the rows, the
+    initial weights, its steps and rate, the seed): a seed's control then starts from its RL
+    run's very weights, and the trainer's random state goes on from where it left it."""
+    if args.warm_up_cache is None:
+        t0 = time.monotonic()
+        loss = warm_up(model, examples, args.sft_steps, args.sft_lr, rng)
+        return {"loss": loss, "seconds": time.monotonic() - t0, "cached": False}
+    key = hashlib.sha256(json.dumps([examples, weights_sha256(model), args.sft_steps, args.sft_lr,
+                                     args.seed]).encode()).hexdigest()[:24]
+    weights, meta = args.warm_up_cache / f"{key}.pt", args.warm_up_cache / f"{key}.json"
+    if weights.exists() and meta.exists():
+        model.load_state_dict(torch.load(weights, weights_only=True))
+        kept = json.loads(meta.read_text())
+        version, state, gauss = kept.pop("rng_state")
+        rng.setstate((version, tuple(state), gauss))
+        print(f"warm-up {key} from the cache (loss {kept['loss']:.3f})", flush=True)
+        return {**kept, "cached": True}
+    t0 = time.monotonic()
+    loss = warm_up(model, examples, args.sft_steps, args.sft_lr, rng)
+    kept = {"loss": loss, "seconds": time.monotonic() - t0}
+    args.warm_up_cache.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), weights)
+    meta.write_text(json.dumps({**kept, "rng_state": rng.getstate()}))
+    return {**kept, "cached": False}
+
+
 # --- reinforcement learning -------------------------------------------------------------------
 
 def mismatch(model, samples: list[dict]) -> dict:
@@ -232,9 +259,10 @@ def train(args) -> int:
     check_held_out(heldout, examples, examples_from(args.sft))
     sft = sft_examples(args.sft)
     print(f"warm-up on {len(sft)} SFT rows from edgeroll's export", flush=True)
-    t0 = time.monotonic()
-    results["warm_up_loss"] = warm_up(model, sft, args.sft_steps, args.sft_lr, rng)
-    results["warm_up_seconds"] = time.monotonic() - t0
+    warmed = cached_warm_up(model, sft, args, rng)
+    results["warm_up_loss"] = warmed["loss"]
+    results["warm_up_seconds"] = warmed["seconds"]
+    results["warm_up_cached"] = warmed["cached"]
     results["warm_up_sha256"] = weights_sha256(model)
     path = tp.save(model, args.checkpoint, 0)
     post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": 0})
@@ -338,6 +366,8 @@ def main() -> int:
     p_train.add_argument("--group-size", type=int, default=8)
     p_train.add_argument("--sft-steps", type=int, default=500)
     p_train.add_argument("--sft-lr", type=float, default=3e-3)
+    p_train.add_argument("--warm-up-cache", type=Path, default=None,
+                         help="keep warm-ups here, by what determines them, and reuse them")
     p_train.add_argument("--lr", type=float, default=1e-4, help="0: the control (no weight moves)")
     p_train.add_argument("--epochs", type=int, default=3, help="passes over each batch")
     p_train.add_argument("--minibatches", type=int, default=2, help="optimizer steps per pass")
