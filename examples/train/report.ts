@@ -4,13 +4,15 @@
  * every figure in the document comes from those files.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const RUNS = join(ROOT, "examples/train/runs");
 /** The final held-out figure of a run: the mean of its last evaluations (see `final`). */
 const FINAL_EVALS = 2;
+/** Seeds a result needs, each with its RL run and its control, before it counts as one. */
+const SEEDS_WANTED = 3;
 
 export interface TrainingPlan {
   steps: number;
@@ -180,6 +182,14 @@ function document(p: TrainingPlan, seeds: ReturnType<typeof pairs>): string {
     .join("\n");
   const stepSeconds = mean(rl.flatMap((r) => r.seconds_by_step));
   const latest = [...all].sort((a, b) => (a.date < b.date ? 1 : -1))[0];
+  const overSeeds =
+    seeds.length > 1
+      ? `on average over ${seeds.length} seeds (standard deviation ${f3(sd(margins))}, smallest ${f3(Math.min(...margins))})`
+      : `for ${seeds.length} seed: **no spread over seeds yet**`;
+  const few =
+    seeds.length < SEEDS_WANTED
+      ? ` **Only ${seeds.length} of the ${SEEDS_WANTED} seeds this result needs have both runs kept** (\`npm run train:example -- --seed N\` and \`-- --seed N --control\` add one).`
+      : "";
   const verdict = above
     ? `Every seed's margin is above the control's spread: the smallest, ${f3(Math.min(...margins))}, is more than twice the standard deviation of the control's evaluations (2 × ${f3(controlSpread)} = ${f3(bar)}).`
     : `**The margin is not above the control's spread**: the smallest, ${f3(Math.min(...margins))}, is not more than twice the standard deviation of the control's evaluations (2 × ${f3(controlSpread)} = ${f3(bar)}). This plan does not show learning on held-out drills.`;
@@ -216,9 +226,9 @@ also asks. A seed's RL run and control use the same sampling seeds.
 
 **Held-out margin over the control**, the mean held-out reward over the last ${FINAL_EVALS}
 evaluations (versions ${lastVersions}) of the RL run minus the control's: **${signed(mean(margins))}**
-on average over ${seeds.length} seeds (standard deviation ${f3(sd(margins))}, smallest ${f3(Math.min(...margins))}).
+${overSeeds}.
 One evaluation's standard error (over its drills) is ${f3(evalSe)} on average; a margin's is given
-beside it below. ${verdict}
+beside it below. ${verdict}${few}
 
 | Seed | Warm-up loss | Same warm-up | Held-out v0, RL | v0, control | Held-out final, RL | Final, control | Margin ± SE | Control unmoved | Seconds (RL / control) |
 |---:|---:|:---:|---:|---:|---:|---:|---:|:---:|---:|
@@ -250,4 +260,17 @@ ${range(
 )} s and a step ${stepSeconds.toFixed(1)} s on average (the rollout of the step's
 groups, with the held-out groups beside them every ${p.evalEvery} steps, and the update).
 `;
+}
+
+// `npx tsx examples/train/report.ts`: rewrites the document and the plot from the kept runs
+// alone (the plan of the newest kept run), without training.
+if (import.meta.filename === process.argv[1]) {
+  const kept = readdirSync(RUNS)
+    .filter((f) => /^(rl|control)-seed-\d+\.json$/.test(f))
+    .map((f) => join(RUNS, f))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  if (kept[0] === undefined) throw new Error("no run kept in examples/train/runs/");
+  const newest = JSON.parse(readFileSync(kept[0], "utf8")) as TrainingRun;
+  writeTraining(newest, join(ROOT, ".venv-train/bin/python"));
+  console.log("rewrote docs/training-results.md and docs/training.png from examples/train/runs/");
 }
