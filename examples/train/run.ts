@@ -65,7 +65,7 @@ const plan: TrainingPlan = quick
       sftGroupSize: 4,
       epochs: 3,
       minibatches: 2,
-      lr: control ? 0 : option("lr", 3e-4),
+      lr: control ? 0 : option("lr", 1e-4),
       evalEvery: 4,
       evalExamples: 64,
       evalGroupSize: 4,
