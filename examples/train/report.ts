@@ -54,6 +54,8 @@ export interface TrainingRun {
   warm_up_sha256: string;
   final_sha256: string;
   seconds: number;
+  /** The machine's 1-minute load average as the run started and ended. */
+  load_average?: { start: number; end: number };
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
@@ -258,7 +260,13 @@ ${range(
   rl.map((r) => r.warm_up_seconds),
   (x) => x.toFixed(0),
 )} s and a step ${stepSeconds.toFixed(1)} s on average (the rollout of the step's
-groups, with the held-out groups beside them every ${p.evalEvery} steps, and the update).
+groups, with the held-out groups beside them every ${p.evalEvery} steps, and the update). A control
+whose seed's warm-up was kept (\`.cache/train-warm-up/\`) reuses it and spends no time on it. The
+machine's 1-minute load average at the runs' starts and ends was ${range(
+    all.flatMap((r) => (r.load_average ? [r.load_average.start, r.load_average.end] : [])),
+    (x) => x.toFixed(1),
+  )}
+(2 cores: above 2, other work shared the CPU and the seconds are longer than this plan's own).
 `;
 }
 

@@ -19,7 +19,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import pMap from "p-map";
 import { type LocalStack, startLocalStack, stopProcessGroup } from "../../src/cli/local-stack";
@@ -72,6 +72,8 @@ const plan: TrainingPlan = quick
     };
 
 const started = Date.now();
+/** The machine's 1-minute load average as the run starts (2 cores: above 2, work was shared). */
+const loadAtStart = loadavg()[0] ?? 0;
 /** The code the run ran, read before it starts (a run takes minutes; the tree may move on). */
 const commit = spawnSync("git", ["describe", "--always", "--dirty"], {
   cwd: ROOT,
@@ -263,6 +265,7 @@ try {
     seed,
     plan,
     seconds: (Date.now() - started) / 1000,
+    load_average: { start: loadAtStart, end: loadavg()[0] ?? 0 },
   };
   if (quick)
     say("quick run: figures printed only; `npm run train:example` writes docs/training-results.md");
