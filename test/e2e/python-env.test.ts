@@ -43,8 +43,9 @@ beforeAll(async () => {
   state = mkdtempSync(join(tmpdir(), "edgeroll-python-env-"));
   stack = await startLocalStack({
     persistTo: state,
-    // Seconds, so the hanging environment's episodes time out within the test.
-    vars: { REMOTE_ENVS: JSON.stringify(remote), STEP_TIMEOUT_S: "3" },
+    // Seconds, so the hanging environment's episodes time out within the test; enough that a
+    // healthy step on a loaded machine (two test files at a time) does not.
+    vars: { REMOTE_ENVS: JSON.stringify(remote), STEP_TIMEOUT_S: "6" },
     secrets: { REMOTE_ENV_TOKEN: TOKEN },
   });
   api = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.admin });
@@ -155,7 +156,11 @@ describe("a Python environment over HTTP, under wrangler dev", () => {
       }),
     );
     for (const group of groups) {
-      expect(group.status).toBe("landed");
+      // Failures named, so a run that fails says why.
+      expect({ status: group.status, failures: group.failures }).toEqual({
+        status: "landed",
+        failures: [],
+      });
       for (const e of group.episodes) {
         const episode = await api.getEpisode(e.episode_id);
         expect(episode.status).toBe("completed");

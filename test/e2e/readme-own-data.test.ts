@@ -86,35 +86,58 @@ afterAll(async () => {
 }, 60_000);
 
 describe("the README's own-data commands, from a fresh copy with no token set", () => {
-  it("all work as written", async () => {
-    const lines = ownDataBlock();
+  let lines: string[] = [];
+  /** What each command after `npm run dev &` did, by its line. */
+  const results = new Map<string, ReturnType<typeof shell>>();
+  const resultOf = (command: number) => results.get(lines[command] ?? "");
+
+  beforeAll(async () => {
+    lines = ownDataBlock();
+    // Only the block the test knows: its first line starts the stack the others use.
+    if (lines[0] !== "npm run dev &") return;
+    await background(lines[0]);
+    for (const line of lines.slice(1)) results.set(line, shell(line));
+  }, 300_000);
+
+  it("start the stack with `npm run dev &`, then use it", () => {
     expect(lines[0]).toBe("npm run dev &");
     expect(lines.length).toBeGreaterThanOrEqual(5);
-    await background(lines[0] as string);
+  });
 
-    const results: Record<string, ReturnType<typeof shell>> = {};
-    for (const line of lines.slice(1)) {
-      const result = shell(line);
-      results[line] = result;
+  it("all work as written: each exits 0, with no stack trace and no refusal", () => {
+    expect(results.size).toBe(lines.length - 1);
+    for (const [line, result] of results) {
       expect(result.status, `${line}\n${result.stdout}\n${result.stderr}`).toBe(0);
       expect(result.stderr, line).not.toMatch(/\n\s+at |Traceback|unauthorized|forbidden/);
     }
-    const [run, pull, python, curl] = lines.slice(1).map((l) => results[l]);
-    expect(run?.stdout).toMatch(/run guess-number: 12 groups x 8 episodes/);
-    expect(run?.stdout).toMatch(/groups +│ 12 \(12 landed, 0 failed\)/);
-    expect(pull?.stderr).toMatch(/leased b_\w+: 4 groups, 32 episodes/);
-    expect(pull?.stderr).toMatch(/acked 4 groups/);
+  });
+
+  it("run twelve groups of eight episodes, all landed", () => {
+    expect(resultOf(1)?.stdout).toMatch(/run guess-number: 12 groups x 8 episodes/);
+    expect(resultOf(1)?.stdout).toMatch(/groups +│ 12 \(12 landed, 0 failed\)/);
+  });
+
+  it("pull a batch of four groups, ack it and write it as JSON lines", () => {
+    expect(resultOf(2)?.stderr).toMatch(/leased b_\w+: 4 groups, 32 episodes/);
+    expect(resultOf(2)?.stderr).toMatch(/acked 4 groups/);
     expect(readFileSync(join(project.dir, "batch.jsonl"), "utf8").trim().split("\n")).toHaveLength(
       4,
     );
-    expect(python?.stdout).toMatch(/step 0: batch b_\w+ acked/);
-    expect(python?.stdout).toMatch(/step 1: batch b_\w+ acked/);
-    expect(JSON.parse(curl?.stdout ?? "")).toMatchObject({
+  });
+
+  it("train two steps with the stdlib Python trainer", () => {
+    expect(resultOf(3)?.stdout).toMatch(/step 0: batch b_\w+ acked/);
+    expect(resultOf(3)?.stdout).toMatch(/step 1: batch b_\w+ acked/);
+  });
+
+  it("read the run's progress with curl", () => {
+    expect(JSON.parse(resultOf(4)?.stdout ?? "")).toMatchObject({
       run_id: "guess-number",
       groups: { total: 12, landed: 12 },
     });
+  });
 
-    // The dashboard link `npm run dev` printed opens the dashboard, with the run on it.
+  it("print a dashboard link that opens the dashboard, with the run on it", async () => {
     const link = /dashboard +(http\S+\?token=\S+)/.exec(devOutput)?.[1];
     expect(link, devOutput).toBeDefined();
     const handoff = await fetch(link as string, { redirect: "manual" });
@@ -125,8 +148,9 @@ describe("the README's own-data commands, from a fresh copy with no token set", 
     });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("guess-number");
+  });
 
-    // The tokens went to wrangler in an owner-only file, not on a command line `ps` shows.
+  it("hand wrangler the tokens in an owner-only file, not on a command line `ps` shows", () => {
     const ps = spawnSync("ps", ["-eo", "args"], { encoding: "utf8" }).stdout;
     expect(ps).toMatch(/wrangler\.js dev/);
     expect(ps).not.toMatch(/API_TOKENS/);
@@ -134,7 +158,7 @@ describe("the README's own-data commands, from a fresh copy with no token set", 
       readFileSync(join(project.dir, ".wrangler/state/edgeroll-tokens.json"), "utf8"),
     );
     expect(ps).not.toContain(tokens.admin);
-  }, 300_000);
+  });
 
   it("a second stack on the same state directory is refused, naming the first", () => {
     const second = shell("npm run dev -- --port 8788 --sim-port 8001");
@@ -153,52 +177,61 @@ describe("the README's own-data commands, from a fresh copy with no token set", 
     );
   }, 60_000);
 
-  it("a call the server refuses prints one line, with what to do, and no stack trace", async () => {
-    const refused = shell("npx edgeroll pull --max-groups 1 --token not-a-real-token");
-    expect(refused.status).toBe(1);
-    expect(refused.stderr.trim().split("\n")).toEqual([
-      "edgeroll: POST http://127.0.0.1:8787/v1/batches/lease answered 401 unauthorized: unknown bearer token",
-      "  the token from --token was refused. Pass --token or set EDGEROLL_TOKEN; for a local stack, `npx edgeroll token` prints one",
-    ]);
+  describe("a call the server refuses prints one line, with what to do, and no stack trace", () => {
+    it("for a token it does not know: where to get one", () => {
+      const refused = shell("npx edgeroll pull --max-groups 1 --token not-a-real-token");
+      expect(refused.status).toBe(1);
+      expect(refused.stderr.trim().split("\n")).toEqual([
+        "edgeroll: POST http://127.0.0.1:8787/v1/batches/lease answered 401 unauthorized: unknown bearer token",
+        "  the token from --token was refused. Pass --token or set EDGEROLL_TOKEN; for a local stack, `npx edgeroll token` prints one",
+      ]);
+    });
 
-    // A role the token lacks: a producer cannot lease.
-    const producer = shell(
-      "npx edgeroll pull --max-groups 1 --token $(npx edgeroll token --role producer)",
-    );
-    expect(producer.status).toBe(1);
-    expect(producer.stderr).toMatch(
-      /^edgeroll: .* answered 403 forbidden: this token lacks the trainer role/,
-    );
-    expect(producer.stderr).not.toMatch(/\n\s+at /);
+    it("for a token without the role: the role it lacks", () => {
+      // A producer cannot lease.
+      const producer = shell(
+        "npx edgeroll pull --max-groups 1 --token $(npx edgeroll token --role producer)",
+      );
+      expect(producer.status).toBe(1);
+      expect(producer.stderr).toMatch(
+        /^edgeroll: .* answered 403 forbidden: this token lacks the trainer role/,
+      );
+      expect(producer.stderr).not.toMatch(/\n\s+at /);
+    });
 
-    // A request the API refuses in the middle of a job (an example the environment rejects).
-    writeFileSync(join(project.dir, "bad.jsonl"), '{"id": "no-secret", "input": "Find it."}\n');
-    const rejected = shell(
-      "npx edgeroll run --env guess-number --dataset bad.jsonl --group-size 2",
-    );
-    expect(rejected.status).toBe(1);
-    expect(rejected.stderr).toMatch(
-      /^edgeroll: POST http:\/\/127\.0\.0\.1:8787\/v1\/groups answered 422 example_rejected: environment "guess-number" rejected the example: example\.metadata\.secret: /m,
-    );
-    expect(rejected.stderr).not.toMatch(/\n\s+at /);
+    it("for a request refused in the middle of a job: the API's code and message", () => {
+      // An example the environment rejects.
+      writeFileSync(join(project.dir, "bad.jsonl"), '{"id": "no-secret", "input": "Find it."}\n');
+      const rejected = shell(
+        "npx edgeroll run --env guess-number --dataset bad.jsonl --group-size 2",
+      );
+      expect(rejected.status).toBe(1);
+      expect(rejected.stderr).toMatch(
+        /^edgeroll: POST http:\/\/127\.0\.0\.1:8787\/v1\/groups answered 422 example_rejected: environment "guess-number" rejected the example: example\.metadata\.secret: /m,
+      );
+      expect(rejected.stderr).not.toMatch(/\n\s+at /);
+    });
 
-    // Nothing listening: what to start, or where else to point.
-    const port = await freePort();
-    const nobody = shell(`npx edgeroll pull --max-groups 1 --url http://127.0.0.1:${port}`);
-    expect(nobody.status).toBe(1);
-    expect(
-      nobody.stderr.startsWith(`edgeroll: nothing answered at http://127.0.0.1:${port} (`),
-    ).toBe(true);
-    expect(nobody.stderr).toMatch(/ECONNREFUSED/);
-    expect(nobody.stderr).toMatch(/start edgeroll with `npm run dev`/);
-    expect(nobody.stderr).not.toMatch(/\n\s+at /);
+    it("for a URL nothing answers at: what to start, or where else to point", async () => {
+      const port = await freePort();
+      const nobody = shell(`npx edgeroll pull --max-groups 1 --url http://127.0.0.1:${port}`);
+      expect(nobody.status).toBe(1);
+      expect(
+        nobody.stderr.startsWith(`edgeroll: nothing answered at http://127.0.0.1:${port} (`),
+      ).toBe(true);
+      expect(nobody.stderr).toMatch(/ECONNREFUSED/);
+      expect(nobody.stderr).toMatch(/start edgeroll with `npm run dev`/);
+      expect(nobody.stderr).not.toMatch(/\n\s+at /);
+    });
 
-    // --verbose adds the stack for whoever wants it.
-    const verbose = shell(
-      `npx edgeroll --verbose pull --max-groups 1 --url http://127.0.0.1:${port}`,
-    );
-    expect(verbose.stderr).toMatch(/\n\s+at /);
-  }, 120_000);
+    it("with the stack for whoever asks for it with --verbose", async () => {
+      const port = await freePort();
+      const verbose = shell(
+        `npx edgeroll --verbose pull --max-groups 1 --url http://127.0.0.1:${port}`,
+      );
+      expect(verbose.stderr).toMatch(/\n\s+at /);
+    });
+  });
 
   it("Ctrl-C stops the stack and frees its state directory", async () => {
     expect(existsSync(join(project.dir, ".wrangler/state/edgeroll-stack.json"))).toBe(true);

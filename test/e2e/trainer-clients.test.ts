@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalStack, startLocalStack } from "../../src/cli/local-stack";
+import type { JsonSample } from "../../src/cli/token-formats";
 import { EdgerollClient } from "../../src/client/edgeroll-client";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -28,18 +29,23 @@ async function landRun(
   count: number,
   env: "guess-number" | "exact-answer" = "guess-number",
 ) {
+  // Keyed starts, which the client retries: a connection the Worker closed as idle just as a
+  // start went out on it is tried again, as a trainer's would be.
   const started = await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      api.startGroup({
-        env,
-        example:
-          env === "guess-number"
-            ? { id: `${run}-${i}`, input: "Find the number.", metadata: { secret: 10 + i * 17 } }
-            : { id: `${run}-${i}`, input: `What is ${i} * 7?`, output: String(i * 7) },
-        group_size: 4,
-        run_id: run,
-        sampling: { model: "sim", temperature: 1, seed: 100 + i },
-      }),
+      api.startGroup(
+        {
+          env,
+          example:
+            env === "guess-number"
+              ? { id: `${run}-${i}`, input: "Find the number.", metadata: { secret: 10 + i * 17 } }
+              : { id: `${run}-${i}`, input: `What is ${i} * 7?`, output: String(i * 7) },
+          group_size: 4,
+          run_id: run,
+          sampling: { model: "sim", temperature: 1, seed: 100 + i },
+        },
+        { idempotencyKey: `${run}-${i}` },
+      ),
     ),
   );
   return Promise.all(
@@ -162,9 +168,13 @@ describe("against wrangler dev", () => {
     }
   }, 90_000);
 
-  it("`edgeroll export --kind tokens` writes samples, TRL rows and Atropos groups", async () => {
-    const groups = await landRun("export-tokens", 2);
-    const read = (format: string) => {
+  describe("`edgeroll export --kind tokens`", () => {
+    let episodes: number;
+    /** The run's token samples as `--format samples` writes them. */
+    let samples: JsonSample[];
+
+    /** What `--format <format>` writes for the run, one parsed line each. */
+    const exported = <Line>(format: string): Line[] => {
       const out = join(state, `tokens-${format}.jsonl`);
       const result = edgeroll(
         "export",
@@ -185,29 +195,51 @@ describe("against wrangler dev", () => {
         .split("\n")
         .map((l) => JSON.parse(l));
     };
-    const episodes = groups.flatMap((g) => g.episodes);
-    const samples = read("samples");
-    // ChatML keeps every turn's prefix: one sample per episode, its sampled tokens masked in.
-    expect(samples).toHaveLength(episodes.length);
-    for (const s of samples) {
-      expect(s.token_ids.length).toBe(s.mask.length);
-      expect(s.mask.filter((m: number) => m === 1).length).toBeGreaterThan(0);
-    }
-    const trl = read("trl");
-    expect(trl).toHaveLength(samples.length);
-    for (const [i, row] of trl.entries()) {
-      expect([...row.prompt_ids, ...row.completion_ids]).toEqual(samples[i].token_ids);
-      expect(row.env_mask.length).toBe(row.completion_ids.length);
-      expect(row.logprobs.length).toBe(row.completion_ids.length);
-    }
-    const atropos = read("atropos");
-    expect(atropos).toHaveLength(2);
-    for (const group of atropos) {
-      expect(group.tokens.length).toBe(group.scores.length);
-      expect(group.masks[0].length).toBe(group.tokens[0].length);
-      expect(group.masks[0].filter((m: number) => m === -100).length).toBeGreaterThan(0);
-    }
-  }, 90_000);
+
+    beforeAll(async () => {
+      const groups = await landRun("export-tokens", 2);
+      episodes = groups.flatMap((g) => g.episodes).length;
+      samples = exported<JsonSample>("samples");
+    }, 90_000);
+
+    it("writes samples: one per episode (ChatML keeps every turn's prefix), its sampled tokens masked in", () => {
+      expect(samples).toHaveLength(episodes);
+      for (const s of samples) {
+        expect(s.token_ids.length).toBe(s.mask.length);
+        expect(s.mask.filter((m) => m === 1).length).toBeGreaterThan(0);
+      }
+    });
+
+    it("writes TRL rows: a sample's tokens as prompt and completion, with their mask and logprobs", () => {
+      // What a TRL GRPOTrainer `rollout_func` returns per completion.
+      const trl = exported<{
+        prompt_ids: number[];
+        completion_ids: number[];
+        env_mask: number[];
+        logprobs: number[];
+      }>("trl");
+      expect(trl).toHaveLength(samples.length);
+      for (const [i, row] of trl.entries()) {
+        expect([...row.prompt_ids, ...row.completion_ids]).toEqual(samples[i]?.token_ids);
+        expect(row.env_mask.length).toBe(row.completion_ids.length);
+        expect(row.logprobs.length).toBe(row.completion_ids.length);
+      }
+    });
+
+    it("writes Atropos groups: each group's tokens, scores and masks", () => {
+      // Atropos's ScoredDataGroup: per sequence its tokens and masks (-100 where not trained).
+      const atropos = exported<{ tokens: number[][]; masks: number[][]; scores: number[] }>(
+        "atropos",
+      );
+      expect(atropos).toHaveLength(2);
+      for (const group of atropos) {
+        expect(group.tokens.length).toBe(group.scores.length);
+        const [mask = [], tokens = []] = [group.masks[0], group.tokens[0]];
+        expect(mask.length).toBe(tokens.length);
+        expect(mask.filter((m) => m === -100).length).toBeGreaterThan(0);
+      }
+    });
+  });
 
   it("the stdlib Python trainer leases, trains on and acks batches", async () => {
     await landRun("python", 4);
@@ -248,7 +280,6 @@ describe("against wrangler dev", () => {
       headers: { authorization: `Bearer ${stack.tokens.reader}` },
     });
     expect(await policy.json()).toMatchObject({ run_id: "python", version: 2, max_lag: 2 });
-    console.log(result.stdout);
   }, 90_000);
 
   it("the async RL loop: `edgeroll run --max-ahead` keeps pace while a trainer leases, pauses for a weight sync and bumps its version", async () => {

@@ -6,10 +6,11 @@
  */
 const BENIGN: { pattern: RegExp; why: string }[] = [
   {
-    // An alarm came due just as its object deleted its storage (a group that landed): workerd
-    // finds no alarm to run and drops it, which is what the object wanted.
+    // An alarm came due just as its object moved it (a group re-arming its heartbeat, or
+    // deleting its storage once landed): workerd cancels the obsolete invocation and keeps the
+    // time SQLite now holds (workerd src/workerd/io/actor-sqlite.c++, "NOSENTRY": not an error).
     pattern: /^NOSENTRY SQLite alarm handler canceled with requestScheduledAlarm\./,
-    why: "an alarm due as its group's object deleted its storage",
+    why: "an alarm invocation made obsolete by the object moving its alarm",
   },
 ];
 

@@ -1,19 +1,21 @@
 // Native tool calling: a request offering `tools` is answered as vLLM with the hermes parser
 // answers it, and the tool-agent player plays the store from `role: "tool"` replies.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { detokenize, IM_END, tokenize } from "../../src/sim/chat-template";
-import { type Simulator, startSimulator } from "../../src/sim/server";
+import {
+  type ChatChunk,
+  type ChatCompletion,
+  chunksOf,
+  itemAt,
+  post,
+  type TextCompletion,
+  type Tokenized,
+  type ToolCallDelta,
+  useSimulator,
+  type WireToolCall,
+} from "./sim-client";
 
-let sim: Simulator;
-let root: string;
-beforeAll(async () => {
-  sim = await startSimulator();
-  root = sim.url.replace(/\/v1$/, "");
-});
-afterAll(() => sim.close());
-
-// biome-ignore lint/suspicious/noExplicitAny: the tests read JSON loosely and assert on it.
-type Json = Record<string, any>;
+const sim = useSimulator();
 
 const tool = (name: string, properties: Record<string, object>) => ({
   type: "function",
@@ -49,31 +51,23 @@ const ORDERS = [
   { id: "A2", item: "lamp", status: "delivered", total: 20 },
 ];
 
-async function post(url: string, body: Json) {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, text: await response.text() };
-}
+const chat = async (body: object): Promise<ChatCompletion> =>
+  (
+    await post<ChatCompletion>(`${sim.url}/chat/completions`, {
+      model: "sim",
+      messages: OPENING,
+      tools: TOOLS,
+      tool_choice: "auto",
+      return_token_ids: true,
+      ...body,
+    })
+  ).json;
 
-const chat = async (body: Json): Promise<Json> =>
-  JSON.parse(
-    (
-      await post(`${sim.url}/chat/completions`, {
-        model: "sim",
-        messages: OPENING,
-        tools: TOOLS,
-        tool_choice: "auto",
-        return_token_ids: true,
-        ...body,
-      })
-    ).text,
-  );
+/** The first choice's calls (none for a text answer). */
+const callsOf = (answer: ChatCompletion) => itemAt(answer.choices).message.tool_calls ?? [];
 
 /** A streamed answer put back together as a client does: content, calls by index, tokens. */
-async function chatStreamed(body: Json) {
+async function chatStreamed(body: object) {
   const { text } = await post(`${sim.url}/chat/completions`, {
     model: "sim",
     messages: OPENING,
@@ -83,12 +77,9 @@ async function chatStreamed(body: Json) {
     stream: true,
     ...body,
   });
-  const chunks: Json[] = text
-    .split("\n\n")
-    .filter((l) => l.startsWith("data: {"))
-    .map((l) => JSON.parse(l.slice(6)));
-  const calls: Json[] = [];
-  const deltas: Json[] = [];
+  const chunks = chunksOf<ChatChunk>(text);
+  const calls: WireToolCall[] = [];
+  const deltas: ToolCallDelta[] = [];
   for (const chunk of chunks)
     for (const part of chunk.choices[0]?.delta?.tool_calls ?? []) {
       deltas.push(part);
@@ -109,9 +100,9 @@ async function chatStreamed(body: Json) {
 }
 
 /** The store's replies, one `tool` message per call, in order, as the native environment sends. */
-function replies(calls: Json[], store: { verified: boolean }): Json[] {
+function replies(calls: readonly WireToolCall[], store: { verified: boolean }): object[] {
   return calls.map((call) => {
-    let args: Json;
+    let args: { email?: string; zip?: string; order_id?: string };
     try {
       args = JSON.parse(call.function.arguments);
     } catch {
@@ -132,26 +123,26 @@ function replies(calls: Json[], store: { verified: boolean }): Json[] {
 interface Turn {
   /** The calls' names, or the text reply. */
   action: string[] | string;
-  calls: Json[];
+  calls: WireToolCall[];
   /** Whether this turn's prompt starts with the previous turn's prompt and completion ids. */
   extendsPrevious: boolean | null;
 }
 
 /** Plays an episode against the simulator, seeding each turn from `seed`. */
 async function playEpisode(temperature: number, seed: number): Promise<Turn[]> {
-  const messages: Json[] = [...OPENING];
+  const messages: object[] = [...OPENING];
   const store = { verified: false };
   const turns: Turn[] = [];
   let before: number[] | null = null;
   for (let turn = 0; turn < 8; turn++) {
     const body = await chat({ messages, temperature, seed: seed + turn });
-    const [choice] = body.choices;
-    const prompt: number[] = body.prompt_token_ids;
-    const extendsPrevious =
-      before === null ? null : before.every((id: number, i: number) => prompt[i] === id);
+    const choice = itemAt(body.choices);
+    const prompt = body.prompt_token_ids;
+    const extendsPrevious = before === null ? null : before.every((id, i) => prompt[i] === id);
     before = [...prompt, ...choice.token_ids];
-    const calls: Json[] = choice.message.tool_calls ?? [];
-    const action = calls.length > 0 ? calls.map((c) => c.function.name) : choice.message.content;
+    const calls = choice.message.tool_calls ?? [];
+    const action =
+      calls.length > 0 ? calls.map((c) => c.function.name) : (choice.message.content ?? "");
     turns.push({ action, calls, extendsPrevious });
     if (calls.length === 0) break;
     messages.push({ role: "assistant", content: choice.message.content ?? "", tool_calls: calls });
@@ -162,8 +153,7 @@ async function playEpisode(temperature: number, seed: number): Promise<Turn[]> {
 
 describe("a chat request offering tools", () => {
   it("gets the player's call as OpenAI tool_calls, finish_reason tool_calls", async () => {
-    const body = await chat({ temperature: 0 });
-    const [choice] = body.choices;
+    const choice = itemAt((await chat({ temperature: 0 })).choices);
     expect(choice.finish_reason).toBe("tool_calls");
     expect(choice.message.content).toBeNull();
     expect(choice.message.tool_calls).toEqual([
@@ -191,28 +181,30 @@ describe("a chat request offering tools", () => {
     expect(prompt).toContain(
       '\n{"type": "function", "function": {"name": "verify_identity", "description": "the store\'s verify_identity", "parameters": {"type": "object"',
     );
-    const tokenized = await post(`${root}/tokenize`, {
+    const tokenized = await post<Tokenized>(`${sim.root}/tokenize`, {
       model: "sim",
       messages: OPENING,
       tools: TOOLS,
     });
-    expect(JSON.parse(tokenized.text).tokens).toEqual(body.prompt_token_ids);
+    expect(tokenized.json.tokens).toEqual(body.prompt_token_ids);
   });
 
   it("streams the calls as vLLM does: id and name first, arguments in pieces, the same calls", async () => {
     // Seed 9 at temperature 1 makes two calls in one action.
-    const whole = (await chat({ temperature: 1, seed: 9 })).choices[0];
+    const whole = itemAt((await chat({ temperature: 1, seed: 9 })).choices);
+    const wholeCalls = whole.message.tool_calls ?? [];
     const streamed = await chatStreamed({ temperature: 1, seed: 9 });
-    expect(whole.message.tool_calls).toHaveLength(2);
-    expect(streamed.calls).toEqual(whole.message.tool_calls);
+    expect(wholeCalls).toHaveLength(2);
+    expect(streamed.calls).toEqual(wholeCalls);
     expect(streamed).toMatchObject({ content: "", finish: "tool_calls" });
     expect(streamed.tokenIds).toEqual(whole.token_ids);
     for (const index of [0, 1]) {
       const [first, ...rest] = streamed.deltas.filter((d) => d.index === index);
-      expect(first).toMatchObject({ id: whole.message.tool_calls[index].id, type: "function" });
-      expect(first?.function).toEqual({ name: whole.message.tool_calls[index].function.name });
+      const call = itemAt(wholeCalls, index);
+      expect(first).toMatchObject({ id: call.id, type: "function" });
+      expect(first?.function).toEqual({ name: call.function.name });
       expect(rest.length).toBeGreaterThan(1);
-      expect(rest.every((d) => d.id === undefined && d.function.name === undefined)).toBe(true);
+      expect(rest.every((d) => d.id === undefined && d.function?.name === undefined)).toBe(true);
     }
   });
 
@@ -230,8 +222,8 @@ describe("a chat request offering tools", () => {
   it("is reproducible with a seed", async () => {
     const first = await chat({ temperature: 1, seed: 9 });
     const again = await chat({ temperature: 1, seed: 9 });
-    expect(again.choices[0].message).toEqual(first.choices[0].message);
-    expect(again.choices[0].token_ids).toEqual(first.choices[0].token_ids);
+    expect(itemAt(again.choices).message).toEqual(itemAt(first.choices).message);
+    expect(itemAt(again.choices).token_ids).toEqual(itemAt(first.choices).token_ids);
   });
 });
 
@@ -245,7 +237,7 @@ describe("the tool-agent player, calling natively", () => {
         ["refund_order"],
         "Done: your request has been handled.",
       ]);
-      expect(JSON.parse(turns[2]?.calls[0]?.function.arguments)).toEqual({
+      expect(JSON.parse(turns[2]?.calls[0]?.function.arguments ?? "")).toEqual({
         order_id: "A1",
         reason: "damaged on arrival",
       });
@@ -271,8 +263,8 @@ describe("the tool-agent player, calling natively", () => {
       { role: "tool", tool_call_id: "c2", content: JSON.stringify(ORDERS) },
       { role: "tool", tool_call_id: "c1", content: '{"verified": true, "customer": "Ana Ruiz"}' },
     ];
-    const [choice] = (await chat({ messages, temperature: 0 })).choices;
-    expect(choice.message.tool_calls[0].function).toEqual({
+    const calls = callsOf(await chat({ messages, temperature: 0 }));
+    expect(itemAt(calls).function).toEqual({
       name: "refund_order",
       arguments: '{"order_id": "A1", "reason": "damaged on arrival"}',
     });
@@ -286,9 +278,9 @@ describe("the tool-agent player, calling natively", () => {
   });
 
   it("sometimes breaks off mid-call: a native call whose arguments are not JSON", async () => {
-    const [choice] = (await chat({ temperature: 1, seed: 0 })).choices;
+    const choice = itemAt((await chat({ temperature: 1, seed: 0 })).choices);
     expect(choice.finish_reason).toBe("tool_calls");
-    const [call] = choice.message.tool_calls;
+    const call = itemAt(choice.message.tool_calls ?? []);
     expect(call.function).toEqual({ name: "verify_identity", arguments: '{"email": "ana@' });
     expect(() => JSON.parse(call.function.arguments)).toThrow();
     // The tokens are the call as far as the model wrote it.
@@ -305,7 +297,7 @@ describe("the tool-agent player, calling natively", () => {
     const firstActions = async (temperature: number) =>
       Promise.all(
         Array.from({ length: 80 }, async (_, seed) => {
-          const calls: Json[] = (await chat({ temperature, seed })).choices[0].message.tool_calls;
+          const calls = callsOf(await chat({ temperature, seed }));
           return {
             parallel: calls.length > 1,
             malformed: calls.some((c) => {
@@ -345,40 +337,38 @@ describe("the tool-agent player, calling natively", () => {
       },
       { role: "tool", tool_call_id: "c1", content: '{"verified": true, "customer": "Ana Ruiz"}' },
     ];
-    const viaChat = (await chat({ messages, temperature: 0 })).choices[0];
+    const viaChat = itemAt((await chat({ messages, temperature: 0 })).choices);
     const prompt = (await chat({ messages, temperature: 0 })).prompt_token_ids;
     expect(detokenize(prompt)).toContain(
       '<|im_start|>user\n<tool_response>\n{"verified": true, "customer": "Ana Ruiz"}\n</tool_response><|im_end|>',
     );
-    const viaIds = JSON.parse(
+    const viaIds = itemAt(
       (
-        await post(`${sim.url}/completions`, {
+        await post<TextCompletion>(`${sim.url}/completions`, {
           model: "sim",
           prompt,
           temperature: 0,
           max_tokens: null,
           return_token_ids: true,
         })
-      ).text,
-    ).choices[0];
+      ).json.choices,
+    );
     expect(viaIds.token_ids).toEqual(viaChat.token_ids);
   });
 });
 
 describe("without tools", () => {
   it("plays the text protocol as before: text <tool_call> blocks, no tool_calls", async () => {
-    const body = JSON.parse(
-      (
-        await post(`${sim.url}/chat/completions`, {
-          model: "sim",
-          temperature: 0,
-          messages: [
-            { role: "system", content: "Call tools with <tool_call>{...}</tool_call>." },
-            OPENING[1],
-          ],
-        })
-      ).text,
-    );
+    const body = (
+      await post<ChatCompletion>(`${sim.url}/chat/completions`, {
+        model: "sim",
+        temperature: 0,
+        messages: [
+          { role: "system", content: "Call tools with <tool_call>{...}</tool_call>." },
+          OPENING[1],
+        ],
+      })
+    ).json;
     expect(body.choices[0]).toMatchObject({
       finish_reason: "stop",
       message: {
@@ -386,6 +376,6 @@ describe("without tools", () => {
           '<tool_call>{"name":"verify_identity","arguments":{"email":"ana@example.com","zip":"94107"}}</tool_call>',
       },
     });
-    expect(body.choices[0].message.tool_calls).toBeUndefined();
+    expect(itemAt(body.choices).message.tool_calls).toBeUndefined();
   });
 });

@@ -1,21 +1,11 @@
 // The inference simulator, as an OpenAI-compatible HTTP server (Node).
 import { countTokens } from "gpt-tokenizer";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { IM_END, renderPrompt, tokenize } from "../../src/sim/chat-template";
-import { type Simulator, startSimulator } from "../../src/sim/server";
+import { startSimulator } from "../../src/sim/server";
+import { GUESS_PROMPT as guessPrompt, useSimulator } from "./sim-client";
 
-let sim: Simulator;
-beforeAll(async () => {
-  sim = await startSimulator();
-});
-afterAll(() => sim.close());
-
-const guessPrompt = [
-  {
-    role: "user",
-    content: "Find the number.\n\nReply with one guess per turn as <guess>N</guess>.",
-  },
-];
+const sim = useSimulator();
 
 async function complete(body: Record<string, unknown>, url = sim.url) {
   const response = await fetch(`${url}/chat/completions`, {

@@ -1,52 +1,36 @@
 // Stop strings as vLLM applies them, on chat and /v1/completions alike: the text ends before the
 // stop string, the ids keep the tokens that spelled it (and no <|im_end|> follows), stop_reason
 // names it, and a smaller token budget cuts first.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { detokenize, IM_END, tokenize } from "../../src/sim/chat-template";
-import { type Simulator, startSimulator } from "../../src/sim/server";
+import {
+  type ChatChunk,
+  type ChatCompletion,
+  chunksOf,
+  GUESS_PROMPT as guessPrompt,
+  itemAt,
+  post,
+  type TextChunk,
+  type TextCompletion,
+  useSimulator,
+} from "./sim-client";
 
-let sim: Simulator;
-beforeAll(async () => {
-  sim = await startSimulator();
-});
-afterAll(() => sim.close());
+const sim = useSimulator();
 
-// biome-ignore lint/suspicious/noExplicitAny: the tests read JSON loosely and assert on it.
-type Json = Record<string, any>;
-
-const guessPrompt = [
-  {
-    role: "user",
-    content: "Find the number.\n\nReply with one guess per turn as <guess>N</guess>.",
-  },
-];
 /** What the guess player says to `guessPrompt` at temperature 0. */
 const ACTION = "Narrowing it down: <guess>50</guess>";
 
-async function post(path: string, body: Json): Promise<{ status: number; text: string }> {
-  const response = await fetch(`${sim.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "sim", ...body }),
-  });
-  return { status: response.status, text: await response.text() };
-}
+const ask = <T>(path: string, body: object) =>
+  post<T>(`${sim.url}${path}`, { model: "sim", ...body });
 
-const chat = async (body: Json) =>
-  JSON.parse((await post("/chat/completions", { messages: guessPrompt, ...body })).text);
+const chat = async (body: object) =>
+  (await ask<ChatCompletion>("/chat/completions", { messages: guessPrompt, ...body })).json;
 
 /** The prompt's ids, as chat reports them: what /v1/completions is sent for the same turn. */
 const promptIds = async () => (await chat({ return_token_ids: true })).prompt_token_ids;
 
-const completion = async (prompt: number[], body: Json) =>
-  JSON.parse((await post("/completions", { prompt, max_tokens: 512, ...body })).text);
-
-function chunksOf(text: string): Json[] {
-  return text
-    .split("\n\n")
-    .filter((l) => l.startsWith("data: {"))
-    .map((l) => JSON.parse(l.slice(6)));
-}
+const completion = async (prompt: number[], body: object) =>
+  (await ask<TextCompletion>("/completions", { prompt, max_tokens: 512, ...body })).json;
 
 /** What a client reads of one choice, from either route, streamed or not. */
 interface Read {
@@ -58,75 +42,75 @@ interface Read {
   completionTokens: number;
 }
 
-async function viaChat(body: Json, stream = false): Promise<Read> {
+async function viaChat(body: object, stream = false): Promise<Read> {
   const asked = { return_token_ids: true, logprobs: true, ...body };
   if (!stream) {
     const json = await chat(asked);
-    const [c] = json.choices;
+    const c = itemAt(json.choices);
     return {
-      text: c.message.content,
+      text: c.message.content ?? "",
       ids: c.token_ids,
-      logprobs: c.logprobs.content.map((e: Json) => e.logprob),
+      logprobs: c.logprobs?.content.map((e) => e.logprob) ?? [],
       finish: c.finish_reason,
       stopReason: c.stop_reason,
       completionTokens: json.usage.completion_tokens,
     };
   }
-  const { text } = await post("/chat/completions", {
+  const { text } = await ask("/chat/completions", {
     messages: guessPrompt,
     ...asked,
     stream: true,
     stream_options: { include_usage: true },
   });
-  const chunks = chunksOf(text);
+  const chunks = chunksOf<ChatChunk>(text);
   const parts = chunks.flatMap((c) => c.choices);
   const last = parts.at(-1);
   return {
     text: parts.map((p) => p.delta?.content ?? "").join(""),
     ids: parts.flatMap((p) => p.token_ids ?? []),
-    logprobs: parts.flatMap((p) => (p.logprobs?.content ?? []).map((e: Json) => e.logprob)),
-    finish: last.finish_reason,
-    stopReason: last.stop_reason,
-    completionTokens: chunks.at(-1)?.usage.completion_tokens,
+    logprobs: parts.flatMap((p) => (p.logprobs?.content ?? []).map((e) => e.logprob)),
+    finish: last?.finish_reason ?? null,
+    stopReason: last?.stop_reason ?? null,
+    completionTokens: chunks.at(-1)?.usage?.completion_tokens ?? Number.NaN,
   };
 }
 
-async function viaCompletions(prompt: number[], body: Json, stream = false): Promise<Read> {
+async function viaCompletions(prompt: number[], body: object, stream = false): Promise<Read> {
   const asked = { return_token_ids: true, logprobs: 0, ...body };
   if (!stream) {
     const json = await completion(prompt, asked);
-    const [c] = json.choices;
+    const c = itemAt(json.choices);
     return {
       text: c.text,
       ids: c.token_ids,
-      logprobs: c.logprobs.token_logprobs,
+      logprobs: c.logprobs?.token_logprobs ?? [],
       finish: c.finish_reason,
       stopReason: c.stop_reason,
       completionTokens: json.usage.completion_tokens,
     };
   }
-  const { text } = await post("/completions", {
+  const { text } = await ask("/completions", {
     prompt,
     max_tokens: 512,
     ...asked,
     stream: true,
     stream_options: { include_usage: true },
   });
-  const chunks = chunksOf(text);
+  const chunks = chunksOf<TextChunk>(text);
   const parts = chunks.flatMap((c) => c.choices);
   const last = parts.at(-1);
   return {
     text: parts.map((p) => p.text).join(""),
     ids: parts.flatMap((p) => p.token_ids),
-    logprobs: parts.flatMap((p) => p.logprobs.token_logprobs),
-    finish: last.finish_reason,
-    stopReason: last.stop_reason,
-    completionTokens: chunks.at(-1)?.usage.completion_tokens,
+    logprobs: parts.flatMap((p) => p.logprobs?.token_logprobs ?? []),
+    finish: last?.finish_reason ?? null,
+    stopReason: last?.stop_reason ?? null,
+    completionTokens: chunks.at(-1)?.usage?.completion_tokens ?? Number.NaN,
   };
 }
 
 /** All four ways of asking, for the same turn. */
-async function everyWay(body: Json): Promise<[string, Read][]> {
+async function everyWay(body: object): Promise<[string, Read][]> {
   const prompt = await promptIds();
   return [
     ["chat", await viaChat(body)],
@@ -198,14 +182,14 @@ describe("stop strings, as vLLM applies them", () => {
   });
 
   it("never stream a piece of the stop string's text, though its tokens come", async () => {
-    const { text } = await post("/chat/completions", {
+    const { text } = await ask("/chat/completions", {
       messages: guessPrompt,
       temperature: 0,
       stop: ["</guess>"],
       stream: true,
       return_token_ids: true,
     });
-    const parts = chunksOf(text).map((c) => c.choices[0]);
+    const parts = chunksOf<ChatChunk>(text).map((c) => itemAt(c.choices));
     expect(parts.map((p) => p.delta?.content ?? "").join("")).toBe("Narrowing it down: <guess>50");
     // The action ends with the stop string: the ids are all of it, and nothing after.
     expect(parts.flatMap((p) => p.token_ids ?? [])).toEqual(tokenize(ACTION));

@@ -1,58 +1,39 @@
 // The simulator's token-level endpoints in vLLM's wire format: /tokenize, /detokenize, and
 // /v1/completions with a prompt of ids, prompt_logprobs, the teacher and a foreign vocabulary.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { detokenize, IM_END, IM_START, tokenize } from "../../src/sim/chat-template";
-import { type Simulator, startSimulator } from "../../src/sim/server";
+import {
+  type ChatCompletion,
+  chunksOf,
+  GUESS_PROMPT as guessPrompt,
+  itemAt,
+  post,
+  type TextChoice,
+  type TextChunk,
+  type TextCompletion,
+  type Tokenized,
+  useSimulator,
+  type WireError,
+} from "./sim-client";
 
-let sim: Simulator;
-let root: string;
-beforeAll(async () => {
-  sim = await startSimulator();
-  root = sim.url.replace(/\/v1$/, "");
-});
-afterAll(() => sim.close());
+const sim = useSimulator();
 
-// biome-ignore lint/suspicious/noExplicitAny: the tests read JSON loosely and assert on it.
-type Json = Record<string, any>;
-
-const guessPrompt = [
-  {
-    role: "user",
-    content: "Find the number.\n\nReply with one guess per turn as <guess>N</guess>.",
-  },
-];
-
-async function post(url: string, body: unknown) {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
+const chat = (body: object) =>
+  post<ChatCompletion & WireError>(`${sim.url}/chat/completions`, {
+    model: "sim",
+    messages: guessPrompt,
+    ...body,
   });
-  const text = await response.text();
-  let json: Json | null = null;
-  try {
-    json = JSON.parse(text);
-  } catch {}
-  return { status: response.status, text, json: json as Json };
-}
-
-const chat = (body: Json) =>
-  post(`${sim.url}/chat/completions`, { model: "sim", messages: guessPrompt, ...body });
-const tokenizeOn = (body: Json) => post(`${root}/tokenize`, { model: "sim", ...body });
-const completion = (prompt: unknown, body: Json = {}) =>
-  post(`${sim.url}/completions`, { model: "sim", prompt, ...body });
+const tokenizeOn = (body: object) =>
+  post<Tokenized & WireError>(`${sim.root}/tokenize`, { model: "sim", ...body });
+const completion = (prompt: unknown, body: object = {}) =>
+  post<TextCompletion & WireError>(`${sim.url}/completions`, { model: "sim", prompt, ...body });
+/** The first choice of a completion. */
+const choiceOf = <C>(answer: { json: { choices: C[] } }): C => itemAt(answer.json.choices);
 
 /** The prompt's ids as the chat template renders them, through /tokenize. */
-async function promptOf(messages: Json[], model = "sim"): Promise<number[]> {
+async function promptOf(messages: object[], model = "sim"): Promise<number[]> {
   return (await tokenizeOn({ model, messages })).json.tokens;
-}
-
-/** The data chunks of a server-sent stream, parsed. */
-function chunksOf(text: string): Json[] {
-  return text
-    .split("\n\n")
-    .filter((l) => l.startsWith("data: {"))
-    .map((l) => JSON.parse(l.slice(6)));
 }
 
 describe("POST /tokenize and /detokenize, at the root", () => {
@@ -109,9 +90,9 @@ describe("POST /tokenize and /detokenize, at the root", () => {
     expect(json.tokens).toEqual(tokenize(text));
     expect(json.tokens[0]).toBe(IM_START);
     expect(json.count).toBe(json.tokens.length);
-    const back = await post(`${root}/detokenize`, { model: "sim", tokens: json.tokens });
+    const back = await post(`${sim.root}/detokenize`, { model: "sim", tokens: json.tokens });
     expect(back.json).toEqual({ prompt: text });
-    expect((await post(`${root}/detokenize`, { tokens: [999_999] })).status).toBe(400);
+    expect((await post(`${sim.root}/detokenize`, { tokens: [999_999] })).status).toBe(400);
   });
 
   it("reports max_model_len from the `context:T` directive", async () => {
@@ -134,112 +115,36 @@ describe("POST /v1/completions with a prompt of ids", () => {
           return_token_ids: true,
         })
       ).json;
-      const [c, t] = [viaChat.choices[0], viaIds.choices[0]];
+      const [c, t] = [itemAt(viaChat.choices), itemAt(viaIds.choices)];
       expect(t.token_ids, `seed ${seed}`).toEqual(c.token_ids);
-      expect(t.logprobs.token_logprobs).toEqual(c.logprobs.content.map((e: Json) => e.logprob));
+      expect(t.logprobs?.token_logprobs).toEqual(c.logprobs?.content.map((e) => e.logprob));
       expect(t.text).toBe(c.message.content);
       expect(t.prompt_token_ids).toEqual(viaChat.prompt_token_ids);
       expect(viaIds.usage).toEqual(viaChat.usage);
     }
   });
 
-  it("answers in vLLM's text_completion shape, token ids only when asked", async () => {
-    const prompt = await promptOf(guessPrompt);
-    const plain = (await completion(prompt, { temperature: 0 })).json;
-    expect(Object.keys(plain)).toEqual(["id", "object", "created", "model", "choices", "usage"]);
-    expect(plain).toMatchObject({ object: "text_completion", model: "sim" });
-    expect(plain.id).toMatch(/^cmpl-/);
-    expect(plain.choices[0]).toEqual({
-      index: 0,
-      text: "Narrowing it down: <guess>50</guess>",
-      logprobs: null,
-      finish_reason: "stop",
-      stop_reason: null,
-      prompt_logprobs: null,
-    });
-    const completionTokens = tokenize("Narrowing it down: <guess>50</guess>").length + 1;
-    expect(plain.usage).toEqual({
-      prompt_tokens: prompt.length,
-      completion_tokens: completionTokens,
-      total_tokens: prompt.length + completionTokens,
-    });
-
-    const asked = (
-      await completion(prompt, { temperature: 0, return_token_ids: true, logprobs: 0 })
-    ).json.choices[0];
-    expect(Object.keys(asked)).toEqual([
-      "index",
-      "text",
-      "logprobs",
-      "finish_reason",
-      "stop_reason",
-      "prompt_logprobs",
-      "prompt_token_ids",
-      "token_ids",
-    ]);
-    expect(asked.prompt_token_ids).toEqual(prompt);
-    expect(asked.token_ids.at(-1)).toBe(IM_END);
-    expect(asked.text).not.toContain("<|im_end|>");
-    const { logprobs } = asked;
-    expect(Object.keys(logprobs)).toEqual([
-      "text_offset",
-      "token_logprobs",
-      "tokens",
-      "top_logprobs",
-    ]);
-    expect(logprobs.tokens).toEqual(asked.token_ids.map((id: number) => detokenize([id])));
-    expect(logprobs.tokens.at(-1)).toBe("<|im_end|>");
-    expect(logprobs.token_logprobs).toEqual(asked.token_ids.map(() => 0));
-    expect(logprobs.top_logprobs[0]).toEqual({ [logprobs.tokens[0]]: 0 });
-    expect(logprobs.text_offset[0]).toBe(0);
-    expect(logprobs.text_offset[1]).toBe(logprobs.tokens[0].length);
-  });
-
-  it("streams the same ids, logprobs and text, two tokens a chunk, usage and [DONE] last", async () => {
-    const prompt = await promptOf(guessPrompt);
-    const asked = { temperature: 1, seed: 11, return_token_ids: true, logprobs: 0 };
-    const whole = (await completion(prompt, asked)).json.choices[0];
-    const { text } = await completion(prompt, {
-      ...asked,
-      stream: true,
-      stream_options: { include_usage: true },
-    });
-    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
-    const chunks = chunksOf(text);
-    const usage = chunks.at(-1) as Json;
-    expect(usage).toMatchObject({ object: "text_completion", choices: [] });
-    expect(usage.usage.completion_tokens).toBe(whole.token_ids.length);
-    const parts = chunks.slice(0, -1).map((c) => c.choices[0]);
-    expect(parts[0].prompt_token_ids).toEqual(prompt);
-    expect(parts.slice(1).some((p) => "prompt_token_ids" in p)).toBe(false);
-    expect(parts.every((p) => p.token_ids.length <= 2)).toBe(true);
-    expect(parts.flatMap((p) => p.token_ids)).toEqual(whole.token_ids);
-    expect(parts.flatMap((p) => p.logprobs.token_logprobs)).toEqual(whole.logprobs.token_logprobs);
-    expect(parts.flatMap((p) => p.logprobs.text_offset)).toEqual(whole.logprobs.text_offset);
-    expect(parts.map((p) => p.text).join("")).toBe(whole.text);
-    expect(parts.slice(0, -1).every((p) => p.finish_reason === null)).toBe(true);
-    expect(parts.at(-1)).toMatchObject({ finish_reason: "stop", stop_reason: null });
-  });
-
   it("honours max_tokens (16 by default): finish_reason length, and no <|im_end|>", async () => {
     const prompt = await promptOf(guessPrompt);
-    const cut = (
-      await completion(prompt, { temperature: 0, max_tokens: 3, return_token_ids: true })
-    ).json;
-    expect(cut.choices[0].finish_reason).toBe("length");
-    expect(cut.choices[0].token_ids).toHaveLength(3);
-    expect(cut.choices[0].token_ids).not.toContain(IM_END);
-    expect(cut.choices[0].text).toBe(detokenize(cut.choices[0].token_ids));
-    const padded = await completion(prompt, { model: "sim+pad:40", return_token_ids: true });
-    expect(padded.json.choices[0].token_ids).toHaveLength(16);
-    expect(padded.json.choices[0].finish_reason).toBe("length");
+    const cut = choiceOf(
+      await completion(prompt, { temperature: 0, max_tokens: 3, return_token_ids: true }),
+    );
+    expect(cut.finish_reason).toBe("length");
+    expect(cut.token_ids).toHaveLength(3);
+    expect(cut.token_ids).not.toContain(IM_END);
+    expect(cut.text).toBe(detokenize(cut.token_ids));
+    const padded = choiceOf(
+      await completion(prompt, { model: "sim+pad:40", return_token_ids: true }),
+    );
+    expect(padded.token_ids).toHaveLength(16);
+    expect(padded.finish_reason).toBe("length");
   });
 
   it("accepts a text prompt, tokenized, and refuses ids outside the vocabulary", async () => {
     const text = detokenize(await promptOf(guessPrompt));
-    const { json } = await completion(text, { temperature: 0, return_token_ids: true });
-    expect(json.choices[0].text).toBe("Narrowing it down: <guess>50</guess>");
-    expect(json.choices[0].prompt_token_ids).toEqual(tokenize(text));
+    const answer = choiceOf(await completion(text, { temperature: 0, return_token_ids: true }));
+    expect(answer.text).toBe("Narrowing it down: <guess>50</guess>");
+    expect(answer.prompt_token_ids).toEqual(tokenize(text));
     const bad = await completion([1, 2, 999_999]);
     expect(bad.status).toBe(400);
     expect(bad.json.error.message).toBe("Token id 999999 is out of vocabulary");
@@ -249,21 +154,21 @@ describe("POST /v1/completions with a prompt of ids", () => {
     const first = (
       await chat({ model: "sim+think", temperature: 0, return_token_ids: true, logprobs: true })
     ).json;
-    const action = first.choices[0].message.content;
+    const action = itemAt(first.choices).message.content ?? "";
     expect(action).toMatch(/^<think>/);
     const reply = tokenize("\n<|im_start|>user\nhigher<|im_end|>\n<|im_start|>assistant\n");
-    const trajectory = [...first.prompt_token_ids, ...first.choices[0].token_ids, ...reply];
-    const next = (
+    const trajectory = [...first.prompt_token_ids, ...itemAt(first.choices).token_ids, ...reply];
+    const next = choiceOf(
       await completion(trajectory, {
         model: "sim+think",
         temperature: 0,
         max_tokens: 512,
         return_token_ids: true,
-      })
-    ).json;
-    expect(next.choices[0].prompt_token_ids).toEqual(trajectory);
-    expect(detokenize(next.choices[0].prompt_token_ids)).toContain(action);
-    expect(next.choices[0].text).toMatch(/^<think>[\s\S]*<guess>75<\/guess>$/);
+      }),
+    );
+    expect(next.prompt_token_ids).toEqual(trajectory);
+    expect(detokenize(next.prompt_token_ids)).toContain(action);
+    expect(next.text).toMatch(/^<think>[\s\S]*<guess>75<\/guess>$/);
     // Chat re-renders the same history without it: its prompt no longer extends the trajectory.
     const viaChat = (
       await chat({
@@ -287,7 +192,7 @@ describe("POST /v1/completions with a prompt of ids", () => {
     expect(first.status).toBe(503);
     const retry = await completion(prompt, body);
     expect(retry.status).toBe(200);
-    expect(retry.json.choices[0].text).toBe("Narrowing it down: <guess>50</guess>");
+    expect(choiceOf(retry).text).toBe("Narrowing it down: <guess>50</guess>");
     const outcomes = sim.stats().byModel["sim+fail:503:1"]?.outcomes;
     expect(outcomes).toEqual({ error_503: 1, ok: 1 });
   });
@@ -318,20 +223,155 @@ describe("POST /v1/completions with a prompt of ids", () => {
 
   it("records its answers for /sim/answers with `record`, as chat does", async () => {
     const prompt = await promptOf(guessPrompt);
-    const sent = (
+    const sent = choiceOf(
       await completion(prompt, {
         model: "sim+record",
         seed: 77,
         return_token_ids: true,
         logprobs: 0,
-      })
-    ).json.choices[0];
-    const kept = await (await fetch(`${root}/sim/answers?model=sim%2Brecord&seed=77`)).json();
+      }),
+    );
+    const kept = await (await fetch(`${sim.root}/sim/answers?model=sim%2Brecord&seed=77`)).json();
     expect(kept).toEqual({
       prompt_token_ids: sent.prompt_token_ids,
       token_ids: sent.token_ids,
-      logprobs: sent.logprobs.token_logprobs,
+      logprobs: sent.logprobs?.token_logprobs,
     });
+  });
+});
+
+describe("a /v1/completions answer", () => {
+  const ACTION = "Narrowing it down: <guess>50</guess>";
+  let prompt: number[];
+  let plain: TextCompletion;
+  let asked: TextChoice;
+
+  beforeAll(async () => {
+    prompt = await promptOf(guessPrompt);
+    plain = (await completion(prompt, { temperature: 0 })).json;
+    asked = choiceOf(
+      await completion(prompt, { temperature: 0, return_token_ids: true, logprobs: 0 }),
+    );
+  });
+
+  it("is in vLLM's text_completion shape", () => {
+    expect(Object.keys(plain)).toEqual(["id", "object", "created", "model", "choices", "usage"]);
+    expect(plain).toMatchObject({ object: "text_completion", model: "sim" });
+    expect(plain.id).toMatch(/^cmpl-/);
+    expect(plain.choices[0]).toEqual({
+      index: 0,
+      text: ACTION,
+      logprobs: null,
+      finish_reason: "stop",
+      stop_reason: null,
+      prompt_logprobs: null,
+    });
+    const completionTokens = tokenize(ACTION).length + 1;
+    expect(plain.usage).toEqual({
+      prompt_tokens: prompt.length,
+      completion_tokens: completionTokens,
+      total_tokens: prompt.length + completionTokens,
+    });
+  });
+
+  it("carries the prompt's and the completion's ids only when asked, <|im_end|> in the ids alone", () => {
+    expect(Object.keys(asked)).toEqual([
+      "index",
+      "text",
+      "logprobs",
+      "finish_reason",
+      "stop_reason",
+      "prompt_logprobs",
+      "prompt_token_ids",
+      "token_ids",
+    ]);
+    expect(asked.prompt_token_ids).toEqual(prompt);
+    expect(asked.token_ids.at(-1)).toBe(IM_END);
+    expect(asked.text).not.toContain("<|im_end|>");
+  });
+
+  it("gives each token's logprob, its text, its top logprobs and its offset in the text", () => {
+    const logprobs = asked.logprobs ?? {
+      text_offset: [],
+      token_logprobs: [],
+      tokens: [],
+      top_logprobs: [],
+    };
+    expect(Object.keys(logprobs)).toEqual([
+      "text_offset",
+      "token_logprobs",
+      "tokens",
+      "top_logprobs",
+    ]);
+    expect(logprobs.tokens).toEqual(asked.token_ids.map((id) => detokenize([id])));
+    expect(logprobs.tokens.at(-1)).toBe("<|im_end|>");
+    expect(logprobs.token_logprobs).toEqual(asked.token_ids.map(() => 0));
+    const firstToken = itemAt(logprobs.tokens);
+    expect(logprobs.top_logprobs[0]).toEqual({ [firstToken]: 0 });
+    expect(logprobs.text_offset[0]).toBe(0);
+    expect(logprobs.text_offset[1]).toBe(firstToken.length);
+  });
+});
+
+describe("a streamed /v1/completions answer", () => {
+  let prompt: number[];
+  let whole: TextChoice;
+  let text: string;
+  let chunks: TextChunk[];
+  /** Each chunk's choice, the usage chunk left out. */
+  const parts = () => chunks.slice(0, -1).map((c) => itemAt(c.choices));
+
+  beforeAll(async () => {
+    prompt = await promptOf(guessPrompt);
+    const asked = { temperature: 1, seed: 11, return_token_ids: true, logprobs: 0 };
+    whole = choiceOf(await completion(prompt, asked));
+    ({ text } = await completion(prompt, {
+      ...asked,
+      stream: true,
+      stream_options: { include_usage: true },
+    }));
+    chunks = chunksOf<TextChunk>(text);
+  });
+
+  it("ends with the usage, then [DONE]", () => {
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+    const usage = chunks.at(-1);
+    expect(usage).toMatchObject({ object: "text_completion", choices: [] });
+    expect(usage?.usage?.completion_tokens).toBe(whole.token_ids.length);
+  });
+
+  it("sends the prompt's ids once, in the first chunk", () => {
+    expect(parts()[0]?.prompt_token_ids).toEqual(prompt);
+    expect(
+      parts()
+        .slice(1)
+        .some((p) => "prompt_token_ids" in p),
+    ).toBe(false);
+  });
+
+  it("streams the answer's ids and logprobs, two tokens a chunk", () => {
+    expect(parts().every((p) => p.token_ids.length <= 2)).toBe(true);
+    expect(parts().flatMap((p) => p.token_ids)).toEqual(whole.token_ids);
+    expect(parts().flatMap((p) => p.logprobs?.token_logprobs ?? [])).toEqual(
+      whole.logprobs?.token_logprobs,
+    );
+    expect(parts().flatMap((p) => p.logprobs?.text_offset ?? [])).toEqual(
+      whole.logprobs?.text_offset,
+    );
+  });
+
+  it("streams the answer's text, finishing in the last chunk alone", () => {
+    expect(
+      parts()
+        .map((p) => p.text)
+        .join(""),
+    ).toBe(whole.text);
+    expect(
+      parts()
+        .slice(0, -1)
+        .every((p) => p.finish_reason === null),
+    ).toBe(true);
+    expect(parts().at(-1)).toMatchObject({ finish_reason: "stop", stop_reason: null });
   });
 });
 
@@ -339,19 +379,18 @@ describe("prompt_logprobs", () => {
   it("has one entry per prompt position: null first, then the prompt's id as the key", async () => {
     const prompt = await promptOf(guessPrompt);
     const ask = { max_tokens: 1, prompt_logprobs: 0, model: "sim+plp" };
-    const { json } = await completion(prompt, ask);
-    const entries = json.choices[0].prompt_logprobs as (Json | null)[];
+    const entries = choiceOf(await completion(prompt, ask)).prompt_logprobs ?? [];
     expect(entries).toHaveLength(prompt.length);
     expect(entries[0]).toBeNull();
     entries.slice(1).forEach((entry, i) => {
-      const id = prompt[i + 1] as number;
-      expect(Object.keys(entry as Json)).toEqual([String(id)]);
-      const { logprob, rank, decoded_token } = (entry as Json)[String(id)];
-      expect(Number.isFinite(logprob) && logprob <= 0).toBe(true);
+      const id = itemAt(prompt, i + 1);
+      expect(Object.keys(entry ?? {})).toEqual([String(id)]);
+      const { logprob, rank, decoded_token } = entry?.[String(id)] ?? {};
+      expect(Number.isFinite(logprob) && (logprob ?? 0) <= 0).toBe(true);
       expect(rank).toBeGreaterThanOrEqual(1);
       expect(decoded_token).toBe(detokenize([id]));
     });
-    const again = (await completion(prompt, ask)).json.choices[0].prompt_logprobs;
+    const again = choiceOf(await completion(prompt, ask)).prompt_logprobs;
     expect(again).toEqual(entries);
     expect(sim.stats().byModel["sim+plp"]?.outcomes).toEqual({ ok: 2 });
   });
@@ -370,17 +409,16 @@ describe("the `teacher` model", () => {
     const prompt = await promptOf(guessPrompt);
     const actionIds = [...tokenize(action), IM_END];
     const ids = [...prompt, ...actionIds, ...tokenize("\n<|im_start|>user\nhigher<|im_end|>\n")];
-    const { json } = await completion(ids, { model, max_tokens: 1, prompt_logprobs: 1 });
-    const logprobs = (json.choices[0].prompt_logprobs as (Json | null)[]).map((entry, i) =>
-      entry === null ? null : (entry[String(ids[i])].logprob as number),
+    const entries =
+      choiceOf(await completion(ids, { model, max_tokens: 1, prompt_logprobs: 1 }))
+        .prompt_logprobs ?? [];
+    const logprobs = entries.map((entry, i) =>
+      entry === null ? null : (entry[String(ids[i])]?.logprob ?? Number.NaN),
     );
-    const span = logprobs.slice(prompt.length, prompt.length + actionIds.length) as number[];
-    return {
-      logprobs,
-      span,
-      entries: json.choices[0].prompt_logprobs,
-      promptLength: prompt.length,
-    };
+    const span = logprobs
+      .slice(prompt.length, prompt.length + actionIds.length)
+      .map((lp) => lp ?? Number.NaN);
+    return { logprobs, span, entries, promptLength: prompt.length };
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -402,9 +440,9 @@ describe("the `teacher` model", () => {
     expect(slip.span.slice(0, off).every((lp) => lp > Math.log(0.5))).toBe(true);
     expect(slip.span.slice(off).every((lp) => lp < Math.log(0.5))).toBe(true);
     // With k > 0 the entry where it left the path also holds the token the teacher expected.
-    const entry = slip.entries[slip.promptLength + off] as Json;
+    const entry = slip.entries[slip.promptLength + off] ?? {};
     expect(Object.keys(entry)).toHaveLength(2);
-    expect(Object.values(entry).find((e: Json) => e.rank === 1).logprob).toBeCloseTo(Math.log(0.9));
+    expect(Object.values(entry).find((e) => e.rank === 1)?.logprob).toBeCloseTo(Math.log(0.9));
   });
 
   it("expects the reasoning too, with `think`", async () => {
@@ -420,13 +458,15 @@ describe("the `teacher` model", () => {
 describe("the `foreign-vocab` host", () => {
   it("gives other ids for the same text, and reads its own ids back", async () => {
     const probe = "The quick brown fox <|im_end|>";
-    const own = (await tokenizeOn({ prompt: probe })).json.tokens as number[];
-    const foreign = (await tokenizeOn({ model: "sim+foreign-vocab", prompt: probe })).json
-      .tokens as number[];
+    const own = (await tokenizeOn({ prompt: probe })).json.tokens;
+    const foreign = (await tokenizeOn({ model: "sim+foreign-vocab", prompt: probe })).json.tokens;
     expect(foreign).toHaveLength(own.length);
     expect(foreign).not.toEqual(own);
     expect(foreign.at(-1)).toBe(IM_END); // the special tokens stay where they are
-    const back = await post(`${root}/detokenize`, { model: "sim+foreign-vocab", tokens: foreign });
+    const back = await post<{ prompt: string }>(`${sim.root}/detokenize`, {
+      model: "sim+foreign-vocab",
+      tokens: foreign,
+    });
     expect(back.json.prompt).toBe(probe);
   });
 
@@ -436,12 +476,12 @@ describe("the `foreign-vocab` host", () => {
     expect(prompt).not.toEqual(await promptOf(guessPrompt));
     const viaChat = (await chat({ model, seed: 3, return_token_ids: true })).json;
     expect(viaChat.prompt_token_ids).toEqual(prompt);
-    const viaIds = (
-      await completion(prompt, { model, seed: 3, max_tokens: 512, return_token_ids: true })
-    ).json.choices[0];
-    expect(viaIds.token_ids).toEqual(viaChat.choices[0].token_ids);
-    expect(viaIds.text).toBe(viaChat.choices[0].message.content);
-    const own = (await chat({ seed: 3, return_token_ids: true })).json.choices[0];
+    const viaIds = choiceOf(
+      await completion(prompt, { model, seed: 3, max_tokens: 512, return_token_ids: true }),
+    );
+    expect(viaIds.token_ids).toEqual(itemAt(viaChat.choices).token_ids);
+    expect(viaIds.text).toBe(itemAt(viaChat.choices).message.content);
+    const own = choiceOf(await chat({ seed: 3, return_token_ids: true }));
     expect(viaIds.text).toBe(own.message.content);
     expect(viaIds.token_ids).not.toEqual(own.token_ids);
   });

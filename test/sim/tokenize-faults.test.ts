@@ -1,42 +1,21 @@
 // Faults on /tokenize (`tokenize-fail:S[:N]`): vLLM's error bodies for the first N tries of each
 // distinct request body, untouched by the generation faults, and counted apart in the stats.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { tokenize } from "../../src/sim/chat-template";
-import { type Simulator, startSimulator } from "../../src/sim/server";
+import type { SimulatorStats } from "../../src/sim/host-ledger";
+import { startSimulator } from "../../src/sim/server";
+import {
+  GUESS_PROMPT as guessPrompt,
+  post,
+  type Tokenized,
+  useSimulator,
+  type WireError,
+} from "./sim-client";
 
-let sim: Simulator;
-let root: string;
-beforeAll(async () => {
-  sim = await startSimulator();
-  root = sim.url.replace(/\/v1$/, "");
-});
-afterAll(() => sim.close());
+const sim = useSimulator();
 
-// biome-ignore lint/suspicious/noExplicitAny: the tests read JSON loosely and assert on it.
-type Json = Record<string, any>;
-
-const guessPrompt = [
-  {
-    role: "user",
-    content: "Find the number.\n\nReply with one guess per turn as <guess>N</guess>.",
-  },
-];
-
-async function post(url: string, body: Json) {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  let json: Json | null = null;
-  try {
-    json = JSON.parse(text);
-  } catch {}
-  return { status: response.status, headers: response.headers, json: json as Json };
-}
-
-const tokenizeOn = (body: Json, base = root) => post(`${base}/tokenize`, body);
+const tokenizeOn = (body: object, base = sim.root) =>
+  post<Tokenized & WireError>(`${base}/tokenize`, body);
 
 describe("tokenize-fail:S[:N]", () => {
   it("fails the first N tries of each distinct body with vLLM's error, then tokenizes", async () => {
@@ -119,7 +98,7 @@ describe("tokenize-fail:S[:N]", () => {
         },
       });
       // GET /sim/stats answers the same.
-      const served = (await (await fetch(`${base}/sim/stats`)).json()) as Json;
+      const served = (await (await fetch(`${base}/sim/stats`)).json()) as SimulatorStats;
       expect(served.tokenize).toEqual(stats.tokenize);
       expect(served.byModel).toEqual(stats.byModel);
     } finally {

@@ -64,6 +64,16 @@ describe("the house rules", () => {
     expect(creators).toEqual([]);
   });
 
+  it("reads JSON in tests as the types it has, never as `any`", () => {
+    // Biome refuses `any`; this keeps a test from waving it through. A test reads an answer as
+    // the client's exported view types, a wire format's, or `unknown` narrowed.
+    const waived = [...text]
+      .filter(([file]) => file.startsWith("test/"))
+      .filter(([, source]) => /biome-ignore lint\/suspicious\/noExplicitAny/.test(source))
+      .map(([file]) => file);
+    expect(waived).toEqual([]);
+  });
+
   it("registers no test-only environment in the deployed Worker", () => {
     // Only fixtures/register.ts adds them, where tests, reliability runs and benches run.
     expect(environmentNames()).not.toContain("chaos");

@@ -3,7 +3,8 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { authorize } from "../../src/api/auth";
 import { renderError } from "../../src/api/errors";
-import { api, guessExample, type Json, TOKENS, waitForGroup } from "./helpers";
+import type { AckResult, Batch, GroupView, StartedGroup } from "../../src/client/edgeroll-client";
+import { api, errorOf, guessExample, TOKENS, waitForGroup } from "./helpers";
 
 const as = (token: string | null, init: RequestInit = {}): RequestInit => ({
   ...init,
@@ -44,7 +45,7 @@ describe("access by role", () => {
     it(`${init.method ?? "GET"} ${path} needs a token with the ${roles.join(" or ")} role`, async () => {
       const missing = await api(path, as(null, init));
       expect(missing.status).toBe(401);
-      expect(((await missing.json()) as Json).error.code).toBe("unauthorized");
+      expect((await errorOf(missing)).code).toBe("unauthorized");
       const unknown = await api(path, as("not-a-real-token", init));
       expect(unknown.status).toBe(401);
       const all = { producer: TOKENS.producer, trainer: TOKENS.trainer, reader: TOKENS.reader };
@@ -55,7 +56,7 @@ describe("access by role", () => {
           expect(answer.status, role).not.toBe(403);
         } else {
           expect(answer.status, role).toBe(403);
-          expect(((await answer.json()) as Json).error).toMatchObject({
+          expect(await errorOf(answer)).toMatchObject({
             code: "forbidden",
             message: expect.stringContaining(roles[0] as string),
           });
@@ -67,14 +68,14 @@ describe("access by role", () => {
   it("a producer reads the status_url of a group it started", async () => {
     const started = await api("/v1/groups", as(TOKENS.producer, post(group)));
     expect(started.status).toBe(202);
-    const { group_id, status_url } = (await started.json()) as Json;
+    const { group_id, status_url } = await started.json<StartedGroup>();
     const status = await api(status_url, as(TOKENS.producer));
     expect(status.status).toBe(200);
-    expect(((await status.json()) as Json).run_id).toBe("access");
+    expect((await status.json<GroupView>()).run_id).toBe("access");
     // Landed, the status comes from D1 instead: the producer still reads it.
     await waitForGroup(group_id);
     const landed = await api(status_url, as(TOKENS.producer));
-    expect(((await landed.json()) as Json).status).toBe("landed");
+    expect((await landed.json<GroupView>()).status).toBe("landed");
     // Transcripts stay with readers.
     const episodes = await api("/v1/episodes?run_id=access", as(TOKENS.producer));
     expect(episodes.status).toBe(403);
@@ -102,16 +103,16 @@ describe("access by role", () => {
   });
 
   it("only the trainer that leased a batch may ack or release it", async () => {
-    const started = (await (
+    const started = await (
       await api("/v1/groups", as(TOKENS.producer, post(group)))
-    ).json()) as Json;
+    ).json<StartedGroup>();
     await waitForGroup(started.group_id);
-    const lease = (await (
+    const lease = await (
       await api(
         "/v1/batches/lease",
         as(TOKENS.trainer, post({ max_groups: 5, run_id: "access", skip_uniform_groups: false })),
       )
-    ).json()) as Json;
+    ).json<Batch>();
     expect(lease.batch_id).toMatch(/^b_/);
     for (const verb of ["ack", "release"]) {
       const stolen = await api(
@@ -119,11 +120,11 @@ describe("access by role", () => {
         as(TOKENS.otherTrainer, post({})),
       );
       expect(stolen.status).toBe(403);
-      expect(((await stolen.json()) as Json).error.message).toMatch(/leased by another trainer/);
+      expect((await errorOf(stolen)).message).toMatch(/leased by another trainer/);
     }
-    const own = (await (
+    const own = await (
       await api(`/v1/batches/${lease.batch_id}/ack`, as(TOKENS.trainer, post({})))
-    ).json()) as Json;
+    ).json<AckResult>();
     expect(own.acked_groups).toBe(lease.groups.length);
   });
 });
@@ -144,6 +145,6 @@ describe("with no tokens configured", () => {
   it("refuses every other request rather than running open", async () => {
     const response = await app.request("https://edgeroll.example.workers.dev/", {}, unconfigured);
     expect(response.status).toBe(401);
-    expect(((await response.json()) as Json).error.message).toMatch(/API_TOKENS is not configured/);
+    expect((await errorOf(response)).message).toMatch(/API_TOKENS is not configured/);
   });
 });

@@ -1,7 +1,20 @@
 import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { api, guessExample, type Json, postGroup, startGroup, waitForGroup } from "./helpers";
+import type { EpisodeView, GroupView, StartedGroup } from "../../src/client/edgeroll-client";
+import {
+  type Answer,
+  api,
+  count,
+  type ErrorBody,
+  errorOf,
+  getJson,
+  guessExample,
+  itemAt,
+  postGroup,
+  startGroup,
+  waitForGroup,
+} from "./helpers";
 
 const valid = {
   env: "guess-number",
@@ -10,19 +23,19 @@ const valid = {
   sampling: { model: "sim", temperature: 0 },
 };
 
-async function refused(body: unknown, init: RequestInit = {}) {
+async function refused(body: unknown, init: RequestInit = {}): Promise<Answer<ErrorBody>> {
   const response = await api("/v1/groups", {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
     ...init,
   });
-  return { status: response.status, body: (await response.json()) as Json };
+  return { status: response.status, body: await response.json<ErrorBody>() };
 }
 
 async function storedGroups(): Promise<number> {
-  const rows = await env.DB.prepare("SELECT COUNT(*) AS n FROM groups").first<{ n: number }>();
-  return (rows?.n ?? 0) + (await listDurableObjectIds(env.ROLLOUT_GROUP)).length;
+  const rows = await count("SELECT COUNT(*) AS n FROM groups");
+  return rows + (await listDurableObjectIds(env.ROLLOUT_GROUP)).length;
 }
 
 describe("POST /v1/groups refuses bad input, naming the problem, and stores nothing", () => {
@@ -120,19 +133,18 @@ describe("idempotent starts", () => {
     const headers = { "idempotency-key": "retry-me-1" };
     const first = await postGroup(valid, headers);
     const second = await postGroup(valid, headers);
-    const [a, b] = [(await first.json()) as Json, (await second.json()) as Json];
+    const [a, b] = [await first.json<StartedGroup>(), await second.json<StartedGroup>()];
     expect(first.status).toBe(202);
     expect(second.status).toBe(202);
     expect(b.group_id).toBe(a.group_id);
     expect([a.created, b.created]).toEqual([true, false]);
     await waitForGroup(a.group_id);
     // Still the same group after it landed and its object let go of everything.
-    const third = (await (await postGroup(valid, headers)).json()) as Json;
+    const third = await (await postGroup(valid, headers)).json<StartedGroup>();
     expect(third).toMatchObject({ group_id: a.group_id, created: false });
-    const rows = await env.DB.prepare("SELECT COUNT(*) AS n FROM groups WHERE idempotency_key = ?")
-      .bind("retry-me-1")
-      .first<{ n: number }>();
-    expect(rows?.n).toBe(1);
+    expect(
+      await count("SELECT COUNT(*) AS n FROM groups WHERE idempotency_key = ?", "retry-me-1"),
+    ).toBe(1);
   });
 
   it("a reused key with a different body is a conflict", async () => {
@@ -140,22 +152,22 @@ describe("idempotent starts", () => {
     expect((await postGroup(valid, headers)).status).toBe(202);
     const response = await postGroup({ ...valid, group_size: 3 }, headers);
     expect(response.status).toBe(409);
-    expect(((await response.json()) as Json).error.code).toBe("idempotency_conflict");
+    expect((await errorOf(response)).code).toBe("idempotency_conflict");
   });
 });
 
 describe("reading groups and episodes", () => {
   it("answers 202 with where to look, and the group reports its progress there", async () => {
     const response = await postGroup(valid);
-    const body = (await response.json()) as Json;
+    const body = await response.json<StartedGroup>();
     expect(response.status).toBe(202);
     expect(body.status_url).toBe(`/v1/groups/${body.group_id}`);
-    const live = (await (await api(body.status_url)).json()) as Json;
+    const live = await getJson<GroupView>(body.status_url);
     expect(["running", "scoring", "landed"]).toContain(live.status);
     expect(live.episodes).toHaveLength(2);
     const landed = await waitForGroup(body.group_id);
     expect(landed).toMatchObject({ status: "landed", env: "guess-number", group_size: 2 });
-    expect(landed.created_at <= landed.finished_at).toBe(true);
+    expect(landed.created_at <= (landed.finished_at ?? "")).toBe(true);
   });
 
   it("404s unknown groups, episodes and routes with the error shape", async () => {
@@ -167,19 +179,17 @@ describe("reading groups and episodes", () => {
     ]) {
       const response = await api(path);
       expect(response.status).toBe(404);
-      expect(((await response.json()) as Json).error.code).toBe("not_found");
+      expect((await errorOf(response)).code).toBe("not_found");
     }
   });
 
   it("serves a landed episode with its transcript, sampled turns marked", async () => {
     const id = await startGroup({ ...valid, group_size: 1 });
     const group = await waitForGroup(id);
-    const episode = (await (
-      await api(`/v1/episodes/${group.episodes[0].episode_id}`)
-    ).json()) as Json;
+    const episode = await getJson<EpisodeView>(`/v1/episodes/${itemAt(group.episodes).episode_id}`);
     expect(episode.status).toBe("completed");
     expect(episode.messages[0]).toMatchObject({ seq: 0, turn: null, role: "user", sampled: false });
-    const sampled = episode.messages.filter((m: Json) => m.sampled);
+    const sampled = episode.messages.filter((m) => m.sampled);
     expect(sampled.length).toBe(episode.turns);
     expect(sampled[0]).toMatchObject({
       role: "assistant",

@@ -5,23 +5,32 @@
 // a teacher with another tokenizer is refused before anything is stored.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { GroupView, StartGroupInput } from "../../src/client/edgeroll-client";
 import { configFrom } from "../../src/config";
 import { teachEpisodes } from "../../src/distill/teacher-scoring";
 import { END } from "../../src/rollout/outcomes";
 import { GroupStorage } from "../../src/rollout/storage/group-storage";
 import {
   api,
+  count,
+  d1,
+  errorOf,
   guessExample,
-  type Json,
+  itemAt,
   postGroup,
   simulatorRequests,
   startGroup,
   waitForGroup,
 } from "./helpers";
-import { d1, lease } from "./token-helpers";
+import { lease, type TokenEpisode } from "./token-helpers";
 
 const TEACHER = "sim+teacher";
+
+/** vLLM's `prompt_logprobs` answer, as far as these tests read it: each id's logprob by position. */
+interface PromptLogprobs {
+  choices: { prompt_logprobs: (Record<string, { logprob: number }> | null)[] }[];
+}
 
 /** What the teacher host says of a sequence: vLLM's prompt logprobs, asked for directly. */
 async function teacherSays(ids: readonly number[], model = TEACHER): Promise<(number | null)[]> {
@@ -30,13 +39,13 @@ async function teacherSays(ids: readonly number[], model = TEACHER): Promise<(nu
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model, prompt: ids, max_tokens: 1, prompt_logprobs: 0 }),
   });
-  const body: Json = await response.json();
-  return body.choices[0].prompt_logprobs.map((entry: Json, i: number) =>
-    entry === null ? null : entry[String(ids[i])].logprob,
+  const body = await response.json<PromptLogprobs>();
+  return itemAt(body.choices).prompt_logprobs.map((entry, i) =>
+    entry === null ? null : (entry[String(ids[i])]?.logprob ?? null),
   );
 }
 
-const opdGroup = (run: string, extra: object = {}) => ({
+const opdGroup = (run: string, extra: Partial<StartGroupInput> = {}): StartGroupInput => ({
   env: "guess-number",
   example: guessExample(run, 37),
   group_size: 1,
@@ -53,42 +62,69 @@ describe("on-policy distillation", () => {
     ["tokens", "sim"],
     ["chat", "sim+think"],
   ] as const) {
-    it(`lands the teacher's logprobs of exactly the student's sampled tokens (${generation} mode)`, async () => {
+    describe(`in ${generation} mode`, () => {
       const run = `opd-${generation}`;
-      const id = await startGroup(
-        opdGroup(run, { generation, sampling: { model, temperature: 1, seed: 19 } }),
-      );
-      const group = await waitForGroup(id);
-      expect(group.status).toBe("landed");
-      expect(group).toMatchObject({ algorithm: "opd", teacher_model: TEACHER, generation });
-      const [episode] = (await lease(run)).groups[0].episodes;
-      expect(episode.token_mode).toBe("exact");
-      expect(episode.teacher_model).toBe(TEACHER);
-      let sum = 0;
-      let sampled = 0;
-      for (const sample of episode.samples) {
-        const expected = await teacherSays(sample.token_ids);
-        sample.mask.forEach((m: number, i: number) => {
-          if (m === 1) {
-            expect(Math.fround(sample.teacher_logprobs[i])).toBe(
-              Math.fround(expected[i] as number),
-            );
-            sum += Math.fround(sample.logprobs[i]) - Math.fround(sample.teacher_logprobs[i]);
+      let group: GroupView;
+      let episode: TokenEpisode;
+      /** What the teacher host says of each of the episode's samples. */
+      let teacher: (number | null)[][];
+
+      beforeAll(async () => {
+        const id = await startGroup(
+          opdGroup(run, { generation, sampling: { model, temperature: 1, seed: 19 } }),
+        );
+        group = await waitForGroup(id);
+        episode = itemAt(itemAt((await lease(run)).groups).episodes);
+        teacher = await Promise.all(episode.samples.map((s) => teacherSays(s.token_ids)));
+      });
+
+      it("lands the group as distilled, with its teacher", () => {
+        expect(group.status).toBe("landed");
+        expect(group).toMatchObject({ algorithm: "opd", teacher_model: TEACHER, generation });
+        expect(episode.token_mode).toBe("exact");
+        expect("teacher_model" in episode && episode.teacher_model).toBe(TEACHER);
+        expect(episode.samples.length).toBe(generation === "chat" ? episode.turns : 1);
+      });
+
+      it("lands the teacher's logprobs of exactly the student's sampled tokens", () => {
+        let sampled = 0;
+        for (const [s, sample] of episode.samples.entries()) {
+          const expected = itemAt(teacher, s);
+          sample.mask.forEach((m, i) => {
+            const logprob = sample.teacher_logprobs?.[i];
+            if (m === 1) {
+              expect(Math.fround(logprob ?? Number.NaN)).toBe(Math.fround(expected[i] ?? 0));
+              sampled++;
+            } else expect(logprob).toBe(0);
+          });
+        }
+        expect(sampled).toBeGreaterThan(0);
+      });
+
+      it("records the reverse KL over the sampled tokens, in D1 and the distillation view", async () => {
+        let sum = 0;
+        let sampled = 0;
+        for (const sample of episode.samples)
+          sample.mask.forEach((m, i) => {
+            if (m !== 1) return;
+            sum +=
+              Math.fround(itemAt(sample.logprobs, i)) -
+              Math.fround(sample.teacher_logprobs?.[i] ?? 0);
             sampled++;
-          } else expect(sample.teacher_logprobs[i]).toBe(0);
-        });
-      }
-      expect(sampled).toBeGreaterThan(0);
-      expect(episode.samples.length).toBe(generation === "chat" ? episode.turns : 1);
-      const [row] = await d1(
-        "SELECT teacher_model, reverse_kl FROM episodes WHERE group_id = ?",
-        id,
-      );
-      expect(row.teacher_model).toBe(TEACHER);
-      expect(row.reverse_kl).toBeCloseTo(sum / sampled, 5);
-      const [view] = await d1("SELECT * FROM distillation WHERE run_id = ?", run);
-      expect(view).toMatchObject({ teacher_model: TEACHER, policy_version: 0, episodes: 1 });
-      expect(view.reverse_kl).toBeCloseTo(row.reverse_kl, 5);
+          });
+        const [row] = await d1<{ teacher_model: string; reverse_kl: number }>(
+          "SELECT teacher_model, reverse_kl FROM episodes WHERE group_id = ?",
+          group.group_id,
+        );
+        expect(row?.teacher_model).toBe(TEACHER);
+        expect(row?.reverse_kl).toBeCloseTo(sum / sampled, 5);
+        const [view] = await d1<{ reverse_kl: number }>(
+          "SELECT * FROM distillation WHERE run_id = ?",
+          run,
+        );
+        expect(view).toMatchObject({ teacher_model: TEACHER, policy_version: 0, episodes: 1 });
+        expect(view?.reverse_kl).toBeCloseTo(row?.reverse_kl ?? Number.NaN, 5);
+      });
     });
   }
 
@@ -145,8 +181,11 @@ describe("on-policy distillation", () => {
         opdGroup(run, { group_size: 4, sampling: { model: "sim", temperature, seed: 23 } }),
       );
       await waitForGroup(id);
-      const rows = await d1("SELECT AVG(reverse_kl) AS kl FROM episodes WHERE group_id = ?", id);
-      return rows[0].kl as number;
+      const [row] = await d1<{ kl: number }>(
+        "SELECT AVG(reverse_kl) AS kl FROM episodes WHERE group_id = ?",
+        id,
+      );
+      return row?.kl ?? Number.NaN;
     };
     const cold = await klAt("opd-cold", 0);
     const hot = await klAt("opd-hot", 2);
@@ -165,14 +204,18 @@ describe("on-policy distillation", () => {
       expect(failure.detail).toMatch(/teacher failed after \d+ attempts: .*503/);
     }
     // The group and its transcripts are in D1, with why each episode failed.
-    const episodes = await d1("SELECT end_reason, turns FROM episodes WHERE group_id = ?", id);
+    const episodes = await d1<{ end_reason: string; turns: number }>(
+      "SELECT end_reason, turns FROM episodes WHERE group_id = ?",
+      id,
+    );
     expect(episodes).toHaveLength(2);
     for (const e of episodes) {
       expect(e.end_reason).toBe(END.teacher_failed);
       expect(e.turns).toBeGreaterThan(0);
     }
-    const messages = await d1("SELECT COUNT(*) AS n FROM messages WHERE group_id = ?", id);
-    expect(messages[0].n).toBeGreaterThan(2);
+    expect(
+      await count("SELECT COUNT(*) AS n FROM messages WHERE group_id = ?", id),
+    ).toBeGreaterThan(2);
   });
 
   it("plots the reverse KL by policy version on the dashboard", async () => {
@@ -200,9 +243,10 @@ describe("on-policy distillation", () => {
       opdGroup(run, { teacher: { model: `${TEACHER}+foreign-vocab` } }),
     );
     expect(response.status).toBe(400);
-    const body: Json = await response.json();
-    expect(body.error.code).toBe("tokenizer_mismatch");
-    expect(body.error.message).toMatch(/do not share a tokenizer/);
+    expect(await errorOf(response)).toMatchObject({
+      code: "tokenizer_mismatch",
+      message: expect.stringMatching(/do not share a tokenizer/),
+    });
     expect(await d1("SELECT id FROM groups WHERE run_id = ?", run)).toEqual([]);
   });
 
@@ -215,9 +259,10 @@ describe("on-policy distillation", () => {
         opdGroup("opd-teacher-tokenizer", { teacher: { model: `${TEACHER}+${fault}` } }),
       );
       expect(response.status).toBe(status);
-      const body: Json = await response.json();
-      expect(body.error.code).toBe(code);
-      expect(body.error.message).toMatch(message);
+      expect(await errorOf(response)).toMatchObject({
+        code,
+        message: expect.stringMatching(message),
+      });
     }
     expect(await d1("SELECT id FROM groups WHERE run_id = 'opd-teacher-tokenizer'")).toEqual([]);
   });
@@ -232,9 +277,10 @@ describe("on-policy distillation", () => {
     for (const [change, message] of cases) {
       const response = await postGroup(opdGroup("opd-refused", change));
       expect(response.status).toBe(400);
-      const body: Json = await response.json();
-      expect(body.error.code).toBe("invalid_request");
-      expect(body.error.message).toMatch(message);
+      expect(await errorOf(response)).toMatchObject({
+        code: "invalid_request",
+        message: expect.stringMatching(message),
+      });
     }
     expect(await d1("SELECT id FROM groups WHERE run_id = 'opd-refused'")).toEqual([]);
   });

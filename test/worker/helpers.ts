@@ -1,5 +1,18 @@
-/** Drives the Worker under test through its public HTTP API, as a client would. */
+/**
+ * Drives the Worker under test through its public HTTP API, as a client would, and reads its
+ * answers as the types the client exports (src/client/edgeroll-client.ts).
+ */
 import { env, exports } from "cloudflare:workers";
+import type {
+  Batch,
+  EpisodeView,
+  GroupView,
+  LeaseInput,
+  RunPolicySet,
+  StartedGroup,
+  StartGroupInput,
+} from "../../src/client/edgeroll-client";
+import type { SimulatorStats } from "../../src/sim/host-ledger";
 
 export const BASE = "http://edgeroll.test";
 
@@ -11,11 +24,51 @@ export const TOKENS = {
   reader: "test-token-reader",
 };
 
+/** The API's one error body (src/views/error-body.ts); `details` as the refusal gives them. */
+export interface ErrorBody<Details = unknown> {
+  error: { code: string; message: string; details?: Details };
+}
+
+/** The details of a refusal that names the fields it refused. */
+export type FieldProblems = { path: string; message: string }[];
+
+/** An answer's status and its JSON body, read as the type its route answers with. */
+export interface Answer<T> {
+  status: number;
+  body: T;
+}
+
 /** Calls the Worker with the every-role token unless `init` brings its own authorization. */
 export async function api(path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   if (!headers.has("authorization")) headers.set("authorization", `Bearer ${TOKENS.all}`);
   return exports.default.fetch(`${BASE}${path}`, { ...init, headers });
+}
+
+/** GETs `path` and reads its JSON as `T`. */
+export async function getJson<T>(path: string, init: RequestInit = {}): Promise<T> {
+  return (await api(path, init)).json<T>();
+}
+
+/** POSTs `body` as JSON; the answer's status and body, read as `T`. */
+export async function post<T>(
+  path: string,
+  body: unknown = {},
+  headers: Record<string, string> = {},
+): Promise<Answer<T>> {
+  const response = await api(path, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json<T>() };
+}
+
+/** The error a refused call answered with. */
+export async function errorOf<Details = unknown>(
+  response: Response,
+): Promise<ErrorBody<Details>["error"]> {
+  return (await response.json<ErrorBody<Details>>()).error;
 }
 
 export async function postGroup(
@@ -38,43 +91,116 @@ export function postPolicy(run: string, body: object, token = TOKENS.trainer): P
   });
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: test helpers read JSON loosely and assert on it.
-export type Json = any;
+/** Sets the run's policy, as the trainer; throws unless it was taken. */
+export async function setPolicy(run: string, body: object): Promise<RunPolicySet> {
+  const response = await postPolicy(run, body);
+  if (response.status !== 200)
+    throw new Error(`policy: ${response.status} ${JSON.stringify(await response.json())}`);
+  return response.json<RunPolicySet>();
+}
 
+/** Starts a group; its id. Throws unless the start was accepted. */
 export async function startGroup(
-  body: unknown,
+  body: StartGroupInput,
   headers: Record<string, string> = {},
 ): Promise<string> {
   const response = await postGroup(body, headers);
-  const json: Json = await response.json();
   if (response.status !== 202)
-    throw new Error(`POST /v1/groups: ${response.status} ${JSON.stringify(json)}`);
-  return json.group_id;
+    throw new Error(`POST /v1/groups: ${response.status} ${JSON.stringify(await response.json())}`);
+  return (await response.json<StartedGroup>()).group_id;
 }
 
-export async function getGroup(id: string): Promise<Json> {
-  return (await api(`/v1/groups/${id}`)).json();
+export async function getGroup(id: string): Promise<GroupView> {
+  return getJson<GroupView>(`/v1/groups/${id}`);
+}
+
+/** The last fault a live group met and will retry (landed groups have none). */
+export function lastError(group: GroupView): string | null {
+  return "last_error" in group ? group.last_error : null;
+}
+
+/** Polls `ready` every 50 ms until it holds, for up to `timeoutMs`. */
+export async function until(
+  ready: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`never ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Polls the group until `ready` holds of it; the group as it then is. */
+export async function untilGroup(
+  id: string,
+  ready: (group: GroupView) => boolean,
+  what: string,
+): Promise<GroupView> {
+  let group = await getGroup(id);
+  await until(async () => {
+    group = await getGroup(id);
+    return ready(group);
+  }, `group ${id}: ${what}`);
+  return group;
 }
 
 /** Polls the group until it has landed (or failed), up to `timeoutMs`. */
-export async function waitForGroup(id: string, timeoutMs = 30_000): Promise<Json> {
-  const until = Date.now() + timeoutMs;
+export async function waitForGroup(id: string, timeoutMs = 30_000): Promise<GroupView> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const group = await getGroup(id);
     if (group.status === "landed" || group.status === "failed") return group;
-    if (Date.now() > until)
+    if (Date.now() > deadline)
       throw new Error(`group ${id} still ${group.status}: ${JSON.stringify(group)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-export async function getEpisode(id: string): Promise<Json> {
-  return (await api(`/v1/episodes/${id}`)).json();
+export async function getEpisode(id: string): Promise<EpisodeView> {
+  return getJson<EpisodeView>(`/v1/episodes/${id}`);
+}
+
+/** Every episode of a landed group, with its transcript. */
+export function episodesOf(group: GroupView): Promise<EpisodeView[]> {
+  return Promise.all(group.episodes.map((e) => getEpisode(e.episode_id)));
+}
+
+/** The item at `index` of a list the test expects to hold it; throws if it is not there. */
+export function itemAt<T>(items: readonly T[], index = 0): T {
+  const item = items[index];
+  if (item === undefined) throw new Error(`no item ${index}: the list has ${items.length}`);
+  return item;
+}
+
+/** POST /v1/batches/lease, as the every-role token. */
+export function leaseBatch(request: LeaseInput): Promise<Answer<Batch>> {
+  return post<Batch>("/v1/batches/lease", request);
+}
+
+/** Rows of a D1 query, each read as `Row`. */
+export async function d1<Row = Record<string, unknown>>(
+  query: string,
+  ...params: unknown[]
+): Promise<Row[]> {
+  return (
+    await env.DB.prepare(query)
+      .bind(...params)
+      .all<Row>()
+  ).results;
+}
+
+/** The `n` of a `SELECT COUNT(*) AS n ...` query. */
+export async function count(query: string, ...params: unknown[]): Promise<number> {
+  const [row] = await d1<{ n: number }>(query, ...params);
+  return row?.n ?? 0;
 }
 
 /** The simulator's counters (src/sim/host-ledger.ts). */
-export async function simulatorStats(): Promise<Json> {
-  return (await fetch(`${env.INFERENCE_BASE_URL.replace(/\/v1$/, "")}/sim/stats`)).json();
+export async function simulatorStats(): Promise<SimulatorStats> {
+  const response = await fetch(`${env.INFERENCE_BASE_URL.replace(/\/v1$/, "")}/sim/stats`);
+  return response.json<SimulatorStats>();
 }
 
 /** Generations the simulator received, by model string. */

@@ -2,45 +2,56 @@
 // reach the host with every generation, the host's tool_calls come back and are answered by
 // tool messages in order, malformed arguments are answered as data, an environment that leaves
 // a call unanswered gets "not executed" in its place, and the seed's refusals are 400s.
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { EpisodeView, GroupView } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
 import { detokenize } from "../../src/sim/chat-template";
 import {
   api,
-  getEpisode,
-  type Json,
+  d1,
+  episodesOf,
+  errorOf,
+  itemAt,
   postGroup,
   SUPPORT_EXAMPLE,
   startGroup,
   waitForGroup,
 } from "./helpers";
-import { answersOf, d1, lease } from "./token-helpers";
+import { answersOf, type HostAnswer, lease, type TokenGroup } from "./token-helpers";
 
 const EXAMPLE = { ...SUPPORT_EXAMPLE, id: "native-1" };
 
+type Message = EpisodeView["messages"][number];
+
+/** An action's tool calls (none for a message that made none). */
+const callsOf = (m: { tool_calls?: readonly { id: string; function: { name: string } }[] }) =>
+  m.tool_calls ?? [];
+
 /** Every action's calls, each followed by its tool messages in the calls' order. */
-function expectEveryCallAnswered(messages: Json[]) {
+function expectEveryCallAnswered(messages: readonly Message[]) {
   messages.forEach((m, i) => {
-    if (!m.tool_calls) return;
-    const ids = m.tool_calls.map((c: Json) => c.id);
+    const ids = callsOf(m).map((c) => c.id);
+    if (ids.length === 0) return;
     expect(new Set(ids).size).toBe(ids.length);
     const answers = messages.slice(i + 1, i + 1 + ids.length);
-    expect(answers.map((a) => [a.role, a.tool_call_id])).toEqual(
-      ids.map((id: string) => ["tool", id]),
-    );
+    expect(answers.map((a) => [a.role, a.tool_call_id])).toEqual(ids.map((id) => ["tool", id]));
   });
 }
 
-async function transcripts(group: Json): Promise<Json[][]> {
-  return Promise.all(
-    group.episodes.map(async (e: Json) => (await getEpisode(e.episode_id)).messages),
-  );
+async function transcripts(group: GroupView): Promise<Message[][]> {
+  return (await episodesOf(group)).map((e) => e.messages);
 }
 
-describe("native tool calling", () => {
-  it("lands tool-agent-native with every call answered by its tool message, in order", async () => {
-    const model = "sim+record";
-    const sampling = { temperature: 1.5, seed: 5 };
+describe("a tool-agent-native group", () => {
+  const model = "sim+record";
+  const sampling = { temperature: 1.5, seed: 5 };
+  let group: GroupView;
+  let all: Message[][];
+  let answers: HostAnswer[];
+  let leased: TokenGroup;
+  const actions = () => all.flat().filter((m) => m.sampled);
+
+  beforeAll(async () => {
     const id = await startGroup({
       env: "tool-agent-native",
       example: EXAMPLE,
@@ -48,22 +59,29 @@ describe("native tool calling", () => {
       run_id: "native",
       sampling: { model, ...sampling },
     });
-    const group = await waitForGroup(id);
+    group = await waitForGroup(id);
+    all = await transcripts(group);
+    answers = (await answersOf(group, model, sampling)).flat();
+    leased = itemAt((await lease("native", { include: ["messages", "tokens", "sft"] })).groups);
+  });
+
+  it("lands with every call answered by its tool message, in order", () => {
     expect(group.status).toBe("landed");
-    const all = await transcripts(group);
     for (const messages of all) expectEveryCallAnswered(messages);
-    const actions = all.flat().filter((m) => m.sampled);
-    const calls = actions.flatMap((m) => m.tool_calls ?? []);
-    expect(calls.length).toBeGreaterThan(0);
-    // Parallel calls, answered in order: verify first, then the list it unlocks.
-    const parallel = actions.filter((m) => (m.tool_calls?.length ?? 0) > 1);
-    expect(parallel.length).toBeGreaterThan(0);
-    // Malformed arguments reach the environment as data, and its answer says what is wrong.
+    expect(actions().flatMap(callsOf).length).toBeGreaterThan(0);
+  });
+
+  it("answers parallel calls in order: verify first, then the list it unlocks", () => {
+    expect(actions().filter((m) => callsOf(m).length > 1).length).toBeGreaterThan(0);
+  });
+
+  it("answers malformed arguments as data, saying what is wrong", () => {
     const tools = all.flat().filter((m) => m.role === "tool");
     expect(tools.some((m) => /not valid JSON/.test(m.content))).toBe(true);
-    // The tools reached the host with every generation: its template rendered them.
-    const answers = (await answersOf(group, model, sampling)).flat();
-    expect(answers.length).toBe(actions.length);
+  });
+
+  it("sends the tools with every generation: the host's template rendered them", () => {
+    expect(answers.length).toBe(actions().length);
     for (const answer of answers) {
       const prompt = detokenize(answer.prompt_token_ids);
       for (const name of [
@@ -75,35 +93,48 @@ describe("native tool calling", () => {
       ])
         expect(prompt).toContain(`"name": "${name}"`);
     }
-    // The episodes' tools are recorded by hash, the definitions once with the group.
-    const rows = await d1("SELECT tools_hash FROM episodes WHERE group_id = ?", id);
-    const hashes = new Set(rows.map((r) => r.tools_hash));
-    expect(hashes.size).toBe(1);
-    const [row] = await d1("SELECT tools FROM groups WHERE id = ?", id);
-    const definitions = JSON.parse(row.tools)[[...hashes][0] as string];
-    expect(definitions.map((t: Json) => t.function.name)).toContain("refund_order");
-    // Trainers get the calls and their answers in the batch format, and in SFT rows.
-    const [leased] = (await lease("native", { include: ["messages", "tokens", "sft"] })).groups;
-    expect(Object.keys(leased.tools)).toEqual([...hashes]);
-    for (const episode of leased.episodes) expect(episode.tools_hash).toBe([...hashes][0]);
-    const leasedMessages = leased.episodes.flatMap((e: Json) => e.messages);
-    expect(leasedMessages.some((m: Json) => m.tool_calls?.length > 0)).toBe(true);
-    expect(leasedMessages.some((m: Json) => typeof m.tool_call_id === "string")).toBe(true);
-    const targets = leased.episodes.flatMap((e: Json) => e.sft?.target_messages ?? []);
-    expect(targets.some((m: Json) => m.tool_calls?.length > 0)).toBe(true);
-    expect(targets.some((m: Json) => m.role === "tool" && m.tool_call_id)).toBe(true);
-    // The transcript viewer shows each call beside the result that answered it.
-    const episode = group.episodes.find((_e: Json, i: number) =>
-      all[i]?.some((m: Json) => m.tool_calls?.length > 0),
-    );
-    const page = await (await api(`/episodes/${episode.episode_id}`)).text();
-    expect(page).toContain('data-testid="tool-call"');
-    const answered = (all[group.episodes.indexOf(episode)] ?? []).find(
-      (m: Json) => m.role === "tool",
-    );
-    expect(page).toContain(`answers call ${answered.tool_call_id}`);
   });
 
+  it("records the episodes' tools by hash, the definitions once with the group", async () => {
+    const rows = await d1<{ tools_hash: string }>(
+      "SELECT tools_hash FROM episodes WHERE group_id = ?",
+      group.group_id,
+    );
+    const hashes = new Set(rows.map((r) => r.tools_hash));
+    expect(hashes.size).toBe(1);
+    const [row] = await d1<{ tools: string }>(
+      "SELECT tools FROM groups WHERE id = ?",
+      group.group_id,
+    );
+    const definitions: { function: { name: string } }[] = JSON.parse(row?.tools ?? "{}")[
+      itemAt([...hashes])
+    ];
+    expect(definitions.map((t) => t.function.name)).toContain("refund_order");
+    expect(Object.keys(leased.tools ?? {})).toEqual([...hashes]);
+    for (const episode of leased.episodes) expect(episode.tools_hash).toBe(itemAt([...hashes]));
+  });
+
+  it("leases the calls and their answers in the batch format, and in SFT rows", () => {
+    const leasedMessages = leased.episodes.flatMap((e) => e.messages);
+    expect(leasedMessages.some((m) => callsOf(m).length > 0)).toBe(true);
+    expect(leasedMessages.some((m) => typeof m.tool_call_id === "string")).toBe(true);
+    const targets = leased.episodes.flatMap((e) =>
+      "sft" in e ? (e.sft?.target_messages ?? []) : [],
+    );
+    expect(targets.some((m) => callsOf(m).length > 0)).toBe(true);
+    expect(targets.some((m) => m.role === "tool" && m.tool_call_id)).toBe(true);
+  });
+
+  it("shows each call beside the result that answered it in the transcript viewer", async () => {
+    const index = all.findIndex((messages) => messages.some((m) => callsOf(m).length > 0));
+    const page = await (await api(`/episodes/${itemAt(group.episodes, index).episode_id}`)).text();
+    expect(page).toContain('data-testid="tool-call"');
+    const answered = itemAt(all, index).find((m) => m.role === "tool");
+    expect(page).toContain(`answers call ${answered?.tool_call_id}`);
+  });
+});
+
+describe("native tool calling", () => {
   it("answers a call the environment left unanswered with 'not executed'", async () => {
     const id = await startGroup({
       env: "silent-tools",
@@ -121,8 +152,8 @@ describe("native tool calling", () => {
     );
     // The environment's own user message comes after the tool messages, as hosts require.
     for (const messages of all)
-      messages.forEach((m: Json, i: number) => {
-        if (m.role === "user" && i > 0 && messages[i - 1].tool_calls)
+      messages.forEach((m, i) => {
+        if (m.role === "user" && i > 0 && callsOf(itemAt(messages, i - 1)).length > 0)
           throw new Error("a user message between a call and its answer");
       });
   });
@@ -159,9 +190,9 @@ describe("native tool calling", () => {
     const all = await transcripts(group);
     for (const messages of all) {
       expectEveryCallAnswered(messages);
-      expect(messages.some((m: Json) => m.tool_calls?.length > 0)).toBe(true);
+      expect(messages.some((m) => callsOf(m).length > 0)).toBe(true);
     }
-    expect(group.episodes.map((e: Json) => e.score)).toEqual([1, 1]);
+    expect(group.episodes.map((e) => e.score)).toEqual([1, 1]);
     const refused = await postGroup({
       env: "tool-agent-native-remote",
       example: EXAMPLE,
@@ -170,7 +201,7 @@ describe("native tool calling", () => {
       sampling: { model: "sim" },
     });
     expect(refused.status).toBe(400);
-    expect((await refused.json<Json>()).error.message).toMatch(/per_turn credit is rejected/);
+    expect((await errorOf(refused)).message).toMatch(/per_turn credit is rejected/);
   });
 
   it("refuses per_turn credit, opd and token-in for a native tool-calling environment", async () => {
@@ -197,7 +228,7 @@ describe("native tool calling", () => {
         ...change,
       });
       expect(response.status).toBe(400);
-      expect((await response.json<Json>()).error.message).toMatch(rule);
+      expect((await errorOf(response)).message).toMatch(rule);
     }
     expect(await d1("SELECT id FROM groups WHERE run_id = 'native-refused'")).toEqual([]);
   });

@@ -4,10 +4,9 @@
 import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { RunProgress } from "../../src/client/edgeroll-client";
 import { groups } from "../../src/db/schema";
-import type { RunProgress } from "../../src/views/responses";
-import { api, postPolicy } from "./helpers";
-import { d1 } from "./token-helpers";
+import { d1, getJson, postPolicy } from "./helpers";
 
 const RUN = "pacing-mirror";
 
@@ -42,9 +41,12 @@ beforeAll(async () => {
 });
 
 async function unleased(): Promise<{ api: number; sql: number }> {
-  const run = (await (await api(`/v1/runs/${RUN}`)).json()) as RunProgress;
-  const [row] = await d1("SELECT groups_unleased FROM run_policy_state WHERE run_id = ?", RUN);
-  return { api: run.pacing.unleased, sql: row.groups_unleased };
+  const run = await getJson<RunProgress>(`/v1/runs/${RUN}`);
+  const [row] = await d1<{ groups_unleased: number }>(
+    "SELECT groups_unleased FROM run_policy_state WHERE run_id = ?",
+    RUN,
+  );
+  return { api: run.pacing.unleased, sql: row?.groups_unleased ?? Number.NaN };
 }
 
 describe("pacing, in the API and in SQL", () => {
@@ -62,7 +64,9 @@ describe("pacing, in the API and in SQL", () => {
   });
 
   it("says so in the view's own text, where a SQL user reads it", async () => {
-    const [view] = await d1("SELECT sql FROM sqlite_master WHERE name = 'run_policy_state'");
-    expect(view.sql).toContain("Mirrors src/policy/pacing.ts");
+    const [view] = await d1<{ sql: string }>(
+      "SELECT sql FROM sqlite_master WHERE name = 'run_policy_state'",
+    );
+    expect(view?.sql).toContain("Mirrors src/policy/pacing.ts");
   });
 });

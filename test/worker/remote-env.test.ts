@@ -7,12 +7,16 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { EpisodeView, GroupView, StartGroupInput } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
 import {
-  api,
+  count,
+  episodesOf,
+  errorOf,
   getEpisode,
+  getJson,
   guessExample,
-  type Json,
+  itemAt,
   postGroup,
   startGroup,
   waitForGroup,
@@ -20,11 +24,22 @@ import {
 
 const sampling = { model: "sim", temperature: 1, seed: 21, max_completion_tokens: 64 };
 
-async function fixtureStats(): Promise<Json> {
-  return (await fetch(`${env.TEST_REMOTE_ENV_URL}/fixture/stats`)).json();
+/** The fixture server's counters (test/setup/remote-env-server.ts). */
+interface FixtureStats {
+  byPath: Record<string, number>;
+  /** Attempts per `path key`: a retried call arrives again with the same key. */
+  byKey: Record<string, number>;
 }
 
-async function landedEpisodes(envName: string, example: Json, size = 3): Promise<Json[]> {
+async function fixtureStats(): Promise<FixtureStats> {
+  return (await fetch(`${env.TEST_REMOTE_ENV_URL}/fixture/stats`)).json<FixtureStats>();
+}
+
+async function landedEpisodes(
+  envName: string,
+  example: StartGroupInput["example"],
+  size = 3,
+): Promise<EpisodeView[]> {
   const id = await startGroup({
     env: envName,
     example,
@@ -34,7 +49,7 @@ async function landedEpisodes(envName: string, example: Json, size = 3): Promise
   });
   const group = await waitForGroup(id, 45_000);
   expect(group.status).toBe("landed");
-  return Promise.all(group.episodes.map((e: Json) => getEpisode(e.episode_id)));
+  return episodesOf(group);
 }
 
 const faulty = (id: string, fault: string) => ({
@@ -44,7 +59,7 @@ const faulty = (id: string, fault: string) => ({
 
 describe("remote environments", () => {
   it("are listed with the built-in ones, by configuration only", async () => {
-    const listed: Json = await (await api("/v1/environments")).json();
+    const listed = await getJson<{ environments: string[]; remote: string[] }>("/v1/environments");
     expect(listed.environments).toEqual(
       expect.arrayContaining(["guess-number", "guess-number-remote", "remote-down"]),
     );
@@ -62,10 +77,10 @@ describe("remote environments", () => {
       landedEpisodes("guess-number-remote", example),
     ]);
     for (const [i, episode] of remote.entries()) {
-      const twin = local[i] as Json;
+      const twin = itemAt(local, i);
       expect(episode.status).toBe(twin.status);
-      expect(episode.messages.map((m: Json) => [m.role, m.content])).toEqual(
-        twin.messages.map((m: Json) => [m.role, m.content]),
+      expect(episode.messages.map((m) => [m.role, m.content])).toEqual(
+        twin.messages.map((m) => [m.role, m.content]),
       );
       expect(episode.score).toBe(twin.score);
       expect(episode.per_turn_rewards).toEqual(twin.per_turn_rewards);
@@ -73,15 +88,13 @@ describe("remote environments", () => {
     }
     // Every step call named its episode and turn for idempotency.
     const keys = Object.keys((await fixtureStats()).byKey).filter((k) => k.startsWith("/step "));
-    const id = remote[0].episode_id as string;
+    const id = itemAt(remote).episode_id;
     expect(keys).toContain(`/step ${id}:0`);
   });
 
   it("retries a busy server with the same Idempotency-Key and lands the episode", async () => {
-    const [episode] = await landedEpisodes(
-      "guess-number-remote",
-      faulty("remote-busy-1", "busy_once"),
-      1,
+    const episode = itemAt(
+      await landedEpisodes("guess-number-remote", faulty("remote-busy-1", "busy_once"), 1),
     );
     expect(episode.status).toBe("completed");
     const stats = await fixtureStats();
@@ -96,7 +109,7 @@ describe("remote environments", () => {
       ["slow", END.step_timeout],
       ["down_after_start", END.env_unavailable],
     ];
-    const groups = await Promise.all(
+    const groups: GroupView[] = await Promise.all(
       cases.map(async ([fault]) => {
         const id = await startGroup({
           env: "guess-number-remote",
@@ -114,7 +127,7 @@ describe("remote environments", () => {
       2,
     );
     for (const [i, [fault, reason]] of cases.entries()) {
-      const group = groups[i] as Json;
+      const group = itemAt(groups, i);
       // Every episode of these groups failed, so the group is recorded failed, with them.
       expect(group.status, fault).toBe("failed");
       for (const e of group.episodes) {
@@ -133,9 +146,10 @@ describe("remote environments", () => {
       sampling,
     });
     expect(response.status).toBe(503);
-    const body: Json = await response.json();
-    expect(body.error.code).toBe("environment_unavailable");
-    expect(body.error.message).toMatch(/remote-down/);
+    expect(await errorOf(response)).toMatchObject({
+      code: "environment_unavailable",
+      message: expect.stringMatching(/remote-down/),
+    });
   });
 
   it("refuse at /start as a built-in environment does: a 422 naming the fields, storing nothing", async () => {
@@ -146,12 +160,12 @@ describe("remote environments", () => {
       sampling,
     });
     expect(named.status).toBe(422);
-    const body: Json = await named.json();
-    expect(body.error).toMatchObject({
+    const error = await errorOf(named);
+    expect(error).toMatchObject({
       code: "example_rejected",
       details: [{ path: "example.metadata.secret", message: expect.stringMatching(/100/) }],
     });
-    expect(body.error.message).toMatch(
+    expect(error.message).toMatch(
       /^environment "guess-number-remote" rejected the example: example\.metadata\.secret: /,
     );
     // A refusal that names no field is about the example as a whole.
@@ -162,13 +176,12 @@ describe("remote environments", () => {
       sampling,
     });
     expect(bare.status).toBe(422);
-    expect(((await bare.json()) as Json).error.details).toEqual([
+    expect((await errorOf(bare)).details).toEqual([
       { path: "example", message: "this server plays no such example" },
     ]);
-    const stored = await env.DB.prepare(
-      "SELECT COUNT(*) AS n FROM groups WHERE example_id LIKE 'remote-refused-%'",
-    ).first<{ n: number }>();
-    expect(stored?.n).toBe(0);
+    expect(
+      await count("SELECT COUNT(*) AS n FROM groups WHERE example_id LIKE 'remote-refused-%'"),
+    ).toBe(0);
   });
 
   it("takes no URLs from callers", async () => {
@@ -179,6 +192,6 @@ describe("remote environments", () => {
       sampling,
     });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as Json).error.message).toMatch(/env: unknown environment/);
+    expect((await errorOf(response)).message).toMatch(/env: unknown environment/);
   });
 });

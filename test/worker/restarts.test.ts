@@ -4,41 +4,39 @@ import { describe, expect, it } from "vitest";
 import "../../fixtures/register";
 import { configFrom } from "../../src/config";
 import { GuessNumber } from "../../src/environments/guess-number";
-import { registerEnvironment } from "../../src/environments/registry";
 import { rolloutGroup } from "../../src/rollout/bindings";
 import type { LiveEpisode } from "../../src/rollout/group-api";
 import type { RolloutGroup } from "../../src/rollout/group-object";
 import { END, TERMINAL_STATES } from "../../src/rollout/outcomes";
 import type { EnvironmentEpisode, TaskExample } from "../../src/sdk";
-import { getGroup, groupStub, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
+import {
+  count,
+  getGroup,
+  groupStub,
+  guessExample,
+  lastError,
+  startGroup,
+  until,
+  waitForGroup,
+} from "./helpers";
+import { registerTestEnvironment } from "./test-environments";
 
-/** Guess-number whose first grading of each example hangs past SCORE_TIMEOUT_S. */
-const gradedOnce = new Set<string>();
+/**
+ * Guess-number whose first grading of each example hangs, past SCORE_TIMEOUT_S, until the test
+ * lets it go (polling a flag: a promise resolved from the test's request would cross requests).
+ */
+const graded = new Set<string>();
+const letGo = new Set<string>();
 class SlowFirstScoring extends GuessNumber {
   override async scoreEpisodes(example: TaskExample, episodes: readonly EnvironmentEpisode[]) {
-    if (!gradedOnce.has(example.id)) {
-      gradedOnce.add(example.id);
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+    if (!graded.has(example.id)) {
+      graded.add(example.id);
+      while (!letGo.has(example.id)) await new Promise((resolve) => setTimeout(resolve, 50));
     }
     return super.scoreEpisodes(example, episodes);
   }
 }
-registerEnvironment("slow-first-scoring", () => new SlowFirstScoring());
-
-async function until(condition: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function count(query: string, ...params: unknown[]): Promise<number> {
-  const row = await env.DB.prepare(query)
-    .bind(...params)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
-}
+registerTestEnvironment("slow-first-scoring", () => new SlowFirstScoring());
 
 async function expectLandedOnce(id: string, episodes: number): Promise<void> {
   expect(await count("SELECT COUNT(*) AS n FROM groups WHERE id = ?", id)).toBe(1);
@@ -87,7 +85,7 @@ async function untilParked(id: string): Promise<LiveEpisode[]> {
     const states = await episodeStates(id);
     const open = states.filter((e) => !TERMINAL_STATES.includes(e.status));
     return open.length > 0 && open.every((e) => e.retryAt !== null);
-  });
+  }, `group ${id} parked every open episode`);
   return episodeStates(id);
 }
 
@@ -108,7 +106,7 @@ describe("restarts", () => {
 
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
-    expect(group.episodes.every((e: Json) => e.state === "completed" && e.turns >= 3)).toBe(true);
+    expect(group.episodes.every((e) => e.state === "completed" && e.turns >= 3)).toBe(true);
     await expectLandedOnce(id, 3);
     expect(await storageTables(groupStub(id))).toEqual([]);
   });
@@ -138,7 +136,7 @@ describe("restarts", () => {
 
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
-    expect(group.episodes.reduce((sum: number, e: Json) => sum + e.redispatches, 0)).toBe(lost);
+    expect(group.episodes.reduce((sum, e) => sum + e.redispatches, 0)).toBe(lost);
     await expectLandedOnce(id, 2);
   });
 
@@ -167,7 +165,7 @@ describe("restarts", () => {
         return (
           open.every((e) => e.retryAt !== null) && first?.turns === turn && first.retryAt !== null
         );
-      });
+      }, `episode 0 parked at turn ${turn}`);
       await evictDurableObject(groupStub(id));
       const flipped = await runInDurableObject(
         groupStub(id),
@@ -189,10 +187,10 @@ describe("restarts", () => {
       redispatches: MAX_REDISPATCHES,
       turns: losses,
     });
-    expect(rest.map((e: Json) => [e.state, e.end_reason, e.turns, e.redispatches])).toEqual(
+    expect(rest.map((e) => [e.state, e.end_reason, e.turns, e.redispatches])).toEqual(
       rest.map(() => ["completed", END.max_turns, losses + 2, 0]),
     );
-    expect(rest.every((e: Json) => e.score === 1)).toBe(true);
+    expect(rest.every((e) => e.score === 1)).toBe(true);
     await expectLandedOnce(id, 3);
     expect(await storageTables(groupStub(id))).toEqual([]);
   });
@@ -206,14 +204,15 @@ describe("restarts", () => {
     });
     // The first grading runs past SCORE_TIMEOUT_S (2 s): the group waits in `scoring` for a retry.
     await until(
-      async () =>
-        ((await getGroup(id)) as Json).last_error === "scoreEpisodes ran past SCORE_TIMEOUT_S",
+      async () => lastError(await getGroup(id)) === "scoreEpisodes ran past SCORE_TIMEOUT_S",
+      "timed its grading out",
     );
     expect((await getGroup(id)).status).toBe("scoring");
+    letGo.add("evict-scoring");
     await evictDurableObject(groupStub(id));
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
-    expect(group.episodes.every((e: Json) => e.score !== null)).toBe(true);
+    expect(group.episodes.every((e) => e.score !== null)).toBe(true);
     await expectLandedOnce(id, 3);
     expect(await storageTables(groupStub(id))).toEqual([]);
   });
@@ -228,7 +227,10 @@ describe("restarts", () => {
         group_size: 2,
         sampling: { model: "sim", temperature: 0 },
       });
-      await until(async () => (((await getGroup(id)) as Json).last_error ?? "").startsWith("D1:"));
+      await until(
+        async () => (lastError(await getGroup(id)) ?? "").startsWith("D1:"),
+        "met the D1 outage",
+      );
       await evictDurableObject(groupStub(id));
       // The new instance, built from storage alone, still holds every transcript.
       const held = await runInDurableObject(groupStub(id), (_instance, state) =>
@@ -264,7 +266,7 @@ describe("restarts", () => {
       status: "landed",
       failures: [],
     });
-    expect(group.episodes.every((e: Json) => e.redispatches === 0)).toBe(true);
+    expect(group.episodes.every((e) => e.redispatches === 0)).toBe(true);
     await expectLandedOnce(id, 2);
     // Landed and deleted: a late alarm finds nothing to do.
     expect(await runDurableObjectAlarm(stub)).toBe(false);

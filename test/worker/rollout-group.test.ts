@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { EpisodeView, GroupView } from "../../src/client/edgeroll-client";
 import { GuessNumber, parseGuess } from "../../src/environments/guess-number";
-import { registerEnvironment } from "../../src/environments/registry";
 import { END } from "../../src/rollout/outcomes";
 import {
   assembleEpisode,
@@ -10,23 +10,29 @@ import {
   type TaskExample,
 } from "../../src/sdk";
 import {
+  count,
+  episodesOf,
   getEpisode,
   getGroup,
   guessExample,
-  type Json,
+  itemAt,
+  lastError,
+  SUPPORT_EXAMPLE,
   simulatorRequests,
   startGroup,
+  until,
   waitForGroup,
 } from "./helpers";
+import { registerTestEnvironment } from "./test-environments";
 
 /** Rebuilds the episode the scorer saw from a landed transcript, to grade it independently. */
-function rebuild(episode: Json) {
-  const messages: ChatMessage[] = episode.messages.map((m: Json) => ({
+function rebuild(episode: EpisodeView) {
+  const messages: ChatMessage[] = episode.messages.map((m) => ({
     role: m.role,
     content: m.content,
     ...(m.sampled ? { metadata: { sampled: true } } : {}),
   }));
-  const openingCount = episode.messages.filter((m: Json) => m.turn === null).length;
+  const openingCount = episode.messages.filter((m) => m.turn === null).length;
   return assembleEpisode({
     messages,
     openingCount,
@@ -36,56 +42,67 @@ function rebuild(episode: Json) {
 }
 
 describe("a guess-number rollout group", () => {
-  it("runs 4 episodes to the end and lands them with correct rewards and advantages", async () => {
+  const example = guessExample("gn-37", 37);
+  let group: GroupView;
+  let episodes: EpisodeView[];
+  /** What guess-number itself makes of each landed transcript. */
+  let rewards: Awaited<ReturnType<GuessNumber["scoreEpisode"]>>[];
+
+  beforeAll(async () => {
     const id = await startGroup({
       env: "guess-number",
-      example: guessExample("gn-37", 37),
+      example,
       group_size: 4,
       run_id: "test-run",
       policy_version: 3,
       sampling: { model: "sim", temperature: 1, seed: 11, max_completion_tokens: 64 },
     });
-    const group = await waitForGroup(id);
+    group = await waitForGroup(id);
+    episodes = await episodesOf(group);
+    const guessNumber = new GuessNumber();
+    rewards = await Promise.all(episodes.map((e) => guessNumber.scoreEpisode(example, rebuild(e))));
+  });
+
+  it("runs its 4 episodes to the end and lands them, in D1 too", async () => {
     expect(group.status).toBe("landed");
     expect(group.episodes).toHaveLength(4);
-
-    const env = new GuessNumber();
-    const example = guessExample("gn-37", 37);
-    const episodes = await Promise.all(group.episodes.map((e: Json) => getEpisode(e.episode_id)));
-    const scores: number[] = [];
     for (const episode of episodes) {
       expect(episode.status).toBe("completed");
       expect(episode.policy_version).toBe(3);
-      const sampled = episode.messages.filter((m: Json) => m.sampled);
+    }
+    expect(
+      await count("SELECT COUNT(*) AS n FROM episodes WHERE group_id = ?", group.group_id),
+    ).toBe(4);
+  });
+
+  it("lands every sampled turn as an assistant message with its tokens counted", () => {
+    for (const episode of episodes) {
+      const sampled = episode.messages.filter((m) => m.sampled);
       expect(sampled).toHaveLength(episode.turns);
-      expect(sampled.every((m: Json) => m.role === "assistant" && m.completion_tokens > 0)).toBe(
+      expect(sampled.every((m) => m.role === "assistant" && (m.completion_tokens ?? 0) > 0)).toBe(
         true,
       );
-      const reward = await env.scoreEpisode(example, rebuild(episode));
+    }
+  });
+
+  it("lands the rewards the environment gives the landed transcripts", () => {
+    for (const [i, episode] of episodes.entries()) {
+      const reward = itemAt(rewards, i);
       expect(episode.score).toBe(reward.score);
       expect(episode.per_turn_rewards).toEqual(reward.metadata?.per_turn_rewards);
       expect(episode.success).toBe(reward.score >= 1);
-      scores.push(reward.score);
     }
+  });
+
+  it("gives each episode its reward minus the group's mean as its advantage", () => {
+    const scores = rewards.map((r) => r.score);
     const mean = scores.reduce((a, b) => a + b, 0) / scores.length;
-    for (const [i, episode] of episodes.entries()) {
-      expect(episode.advantage).toBeCloseTo((scores[i] as number) - mean, 12);
-    }
+    for (const [i, episode] of episodes.entries())
+      expect(episode.advantage).toBeCloseTo(itemAt(scores, i) - mean, 12);
     expect(group.score_mean).toBeCloseTo(mean, 12);
     expect(group.credit_applied).toBe("per_episode");
-
-    const rows = await env_sql(`SELECT status, score FROM episodes WHERE group_id = ?`, id);
-    expect(rows).toHaveLength(4);
   });
 });
-
-async function env_sql(query: string, ...params: unknown[]) {
-  return (
-    await env.DB.prepare(query)
-      .bind(...params)
-      .all()
-  ).results;
-}
 
 describe("per-turn credit", () => {
   it("lands each sampled turn's advantage: its reward minus the mean at that turn index", async () => {
@@ -99,14 +116,14 @@ describe("per-turn credit", () => {
     const group = await waitForGroup(id);
     expect(group.credit_applied).toBe("per_turn");
     expect(group.warnings).toEqual([]);
-    const episodes = await Promise.all(group.episodes.map((e: Json) => getEpisode(e.episode_id)));
-    const vectors: number[][] = episodes.map((e) => e.per_turn_rewards);
+    const episodes = await episodesOf(group);
+    const vectors = episodes.map((e) => e.per_turn_rewards ?? []);
     for (const [i, episode] of episodes.entries()) {
       expect(episode.per_turn_advantages).toHaveLength(episode.turns);
-      for (const [t, reward] of (vectors[i] as number[]).entries()) {
-        const peers = vectors.filter((v) => v.length > t).map((v) => v[t] as number);
+      for (const [t, reward] of itemAt(vectors, i).entries()) {
+        const peers = vectors.filter((v) => v.length > t).map((v) => itemAt(v, t));
         const mean = peers.reduce((a, b) => a + b, 0) / peers.length;
-        expect(episode.per_turn_advantages[t]).toBeCloseTo(reward - mean, 12);
+        expect(episode.per_turn_advantages?.[t]).toBeCloseTo(reward - mean, 12);
       }
     }
   });
@@ -143,9 +160,9 @@ describe("generation deadlines", () => {
       sampling: { model },
     });
     const group = await waitForGroup(id);
-    const episode = await getEpisode(group.episodes[0].episode_id);
+    const episode = await getEpisode(itemAt(group.episodes).episode_id);
     expect(episode.failure_reason).toBe(END.generation_timeout);
-    expect(episode.messages.filter((m: Json) => m.role === "assistant")).toEqual([]);
+    expect(episode.messages.filter((m) => m.role === "assistant")).toEqual([]);
     expect(episode.turns).toBe(0);
     expect(episode.advantage).toBeNull();
   });
@@ -160,7 +177,7 @@ class ThrowsOnOddGuesses extends GuessNumber {
     return super.stepEpisode(example, messages, response);
   }
 }
-registerEnvironment("throws-on-odd-first-guess", () => new ThrowsOnOddGuesses());
+registerTestEnvironment("throws-on-odd-first-guess", () => new ThrowsOnOddGuesses());
 
 describe("environment failures", () => {
   it("fail only the episode whose environment threw; the rest of the group lands", async () => {
@@ -172,8 +189,8 @@ describe("environment failures", () => {
     });
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
-    const failed = group.episodes.filter((e: Json) => e.state === "failed");
-    const finished = group.episodes.filter((e: Json) => e.state === "completed");
+    const failed = group.episodes.filter((e) => e.state === "failed");
+    const finished = group.episodes.filter((e) => e.state === "completed");
     expect(failed.length).toBeGreaterThan(0);
     expect(finished.length).toBeGreaterThan(0);
     expect(failed.length + finished.length).toBe(6);
@@ -188,19 +205,7 @@ describe("environment failures", () => {
 
 describe("native tool calling", () => {
   it("a tool-agent group whose model emits OpenAI tool_calls resolves the request", async () => {
-    const example = {
-      id: "native",
-      input:
-        "Hello, Ana Ruiz here (ana@example.com, ZIP 94107). My kettle arrived broken. I'd like a refund, please.",
-      metadata: {
-        customer: { name: "Ana Ruiz", email: "ana@example.com", zip: "94107" },
-        orders: [
-          { id: "A1", item: "kettle", status: "delivered", total: 30 },
-          { id: "A2", item: "lamp", status: "delivered", total: 20 },
-        ],
-        goal: { tool: "refund_order", order_id: "A1" },
-      },
-    };
+    const example = { ...SUPPORT_EXAMPLE, id: "native" };
     const id = await startGroup({
       env: "tool-agent",
       example,
@@ -208,11 +213,11 @@ describe("native tool calling", () => {
       sampling: { model: "sim+native", temperature: 0 },
     });
     const group = await waitForGroup(id);
-    expect(group.episodes[0]).toMatchObject({ state: "completed", score: 1 });
-    const episode = await getEpisode(group.episodes[0].episode_id);
-    const calls = episode.messages
-      .filter((m: Json) => m.tool_calls)
-      .map((m: Json) => m.tool_calls[0].function.name);
+    expect(itemAt(group.episodes)).toMatchObject({ state: "completed", score: 1 });
+    const episode = await getEpisode(itemAt(group.episodes).episode_id);
+    const calls = episode.messages.flatMap((m) =>
+      "tool_calls" in m ? [itemAt(m.tool_calls ?? []).function.name] : [],
+    );
     expect(calls).toEqual(["verify_identity", "list_orders", "refund_order"]);
   });
 });
@@ -241,7 +246,7 @@ describe("the context window", () => {
       max_context_tokens: 260,
       sampling: { model: "sim", temperature: 0, max_completion_tokens: 64 },
     });
-    const [episode] = (await waitForGroup(id)).episodes;
+    const episode = itemAt((await waitForGroup(id)).episodes);
     expect(episode).toMatchObject({ state: "truncated", end_reason: END.context_budget });
     expect(episode.turns).toBeGreaterThan(0);
     expect(episode.score).toBe(0);
@@ -254,7 +259,7 @@ describe("the context window", () => {
       group_size: 1,
       sampling: { model: "sim+context:150", temperature: 0 },
     });
-    const [episode] = (await waitForGroup(id)).episodes;
+    const episode = itemAt((await waitForGroup(id)).episodes);
     expect(episode).toMatchObject({ state: "truncated", end_reason: END.context_length });
     expect(episode.turns).toBeGreaterThan(0);
   });
@@ -267,12 +272,14 @@ describe("the context window", () => {
       sampling: { model: "sim", temperature: 0, max_completion_tokens: 3 },
     });
     const group = await waitForGroup(id);
-    const episode = await getEpisode(group.episodes[0].episode_id);
-    const first = episode.messages.find((m: Json) => m.sampled);
-    expect(first).toMatchObject({ finish_reason: "length", truncated: true, completion_tokens: 3 });
-    expect(episode.messages[episode.messages.indexOf(first) + 1].content).toMatch(
-      /<guess>N<\/guess>/,
-    );
+    const episode = await getEpisode(itemAt(group.episodes).episode_id);
+    const first = episode.messages.findIndex((m) => m.sampled);
+    expect(itemAt(episode.messages, first)).toMatchObject({
+      finish_reason: "length",
+      truncated: true,
+      completion_tokens: 3,
+    });
+    expect(itemAt(episode.messages, first + 1).content).toMatch(/<guess>N<\/guess>/);
   });
 });
 
@@ -287,18 +294,16 @@ describe("landing", () => {
         group_size: 2,
         sampling: { model: "sim", temperature: 0 },
       });
-      for (;;) {
-        const group = await getGroup(id);
-        if (group.last_error?.startsWith("D1:")) break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await until(
+        async () => (lastError(await getGroup(id)) ?? "").startsWith("D1:"),
+        "met the D1 outage",
+      );
       expect((await getGroup(id)).status).toBe("scoring");
     } finally {
       await env.DB.exec("ALTER TABLE messages_away RENAME TO messages");
     }
     const group = await waitForGroup(id);
     expect(group.status).toBe("landed");
-    const rows = await env_sql("SELECT COUNT(*) AS n FROM messages WHERE group_id = ?", id);
-    expect(rows[0]?.n).toBe(4);
+    expect(await count("SELECT COUNT(*) AS n FROM messages WHERE group_id = ?", id)).toBe(4);
   });
 });

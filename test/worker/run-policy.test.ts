@@ -2,19 +2,20 @@
 // groups that name none take it, a group that names one too far behind is refused, and the
 // version only moves forward.
 import { describe, expect, it } from "vitest";
+import type { StartGroupInput } from "../../src/client/edgeroll-client";
 import {
   api,
+  d1,
+  errorOf,
   guessExample,
-  type Json,
   postGroup,
   postPolicy,
   startGroup,
   TOKENS,
   waitForGroup,
 } from "./helpers";
-import { d1 } from "./token-helpers";
 
-const group = (run: string, extra: object = {}) => ({
+const group = (run: string, extra: Partial<StartGroupInput> = {}): StartGroupInput => ({
   env: "guess-number",
   example: guessExample(`${run}-1`, 40),
   group_size: 1,
@@ -66,11 +67,12 @@ describe("a run's policy", () => {
     await postPolicy("rp-stale", { version: 10, max_lag: 2 });
     const response = await postGroup(group("rp-stale", { policy_version: 7 }));
     expect(response.status).toBe(409);
-    const body: Json = await response.json();
-    expect(body.error.code).toBe("policy_too_stale");
-    expect(body.error.message).toMatch(
-      /^policy_version: 7 is 3 versions behind run "rp-stale"'s 10, more than its max_lag of 2/,
-    );
+    expect(await errorOf(response)).toMatchObject({
+      code: "policy_too_stale",
+      message: expect.stringMatching(
+        /^policy_version: 7 is 3 versions behind run "rp-stale"'s 10, more than its max_lag of 2/,
+      ),
+    });
     expect(await d1("SELECT id FROM groups WHERE run_id = 'rp-stale'")).toEqual([]);
     expect((await postGroup(group("rp-stale", { policy_version: 8 }))).status).toBe(202);
   });
@@ -79,7 +81,7 @@ describe("a run's policy", () => {
     await postPolicy("rp-forward", { version: 5, max_lag: 3, paused: true });
     const back = await postPolicy("rp-forward", { version: 4 });
     expect(back.status).toBe(409);
-    expect(((await back.json()) as Json).error.code).toBe("policy_version_regressed");
+    expect((await errorOf(back)).code).toBe("policy_version_regressed");
     const next = await postPolicy("rp-forward", { version: 6 });
     expect(await next.json()).toMatchObject({ version: 6, max_lag: 3, paused: true });
     const lifted = await postPolicy("rp-forward", { version: 6, max_lag: null, paused: false });
@@ -89,6 +91,6 @@ describe("a run's policy", () => {
   it("refuses a body that is not a policy, naming the field", async () => {
     const response = await postPolicy("rp-bad", { version: -1 });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as Json).error.message).toMatch(/^version/);
+    expect((await errorOf(response)).message).toMatch(/^version/);
   });
 });

@@ -1,13 +1,16 @@
-import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { EpisodePage } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
-import { api, guessExample, type Json, startGroup, waitForGroup } from "./helpers";
+import { api, getJson, guessExample, d1 as rows, startGroup, waitForGroup } from "./helpers";
 
-async function rows(query: string) {
-  return (await env.DB.prepare(query).all()).results as Record<string, unknown>[];
-}
+/** env_summary's guess-number row before this file's groups landed (other files share D1). */
+let guessNumberBefore: { runs: number; groups: number; episodes: number };
 
 beforeAll(async () => {
+  const [summary] = await rows<typeof guessNumberBefore>(
+    "SELECT runs, groups, episodes FROM env_summary WHERE env = 'guess-number'",
+  );
+  guessNumberBefore = summary ?? { runs: 0, groups: 0, episodes: 0 };
   const groups = [
     {
       env: "guess-number",
@@ -87,8 +90,13 @@ describe("SQL views over episode logs", () => {
       { policy_version: 1, episodes: 3 },
       { policy_version: 2, episodes: 3 },
     ]);
-    const env_ = await rows("SELECT * FROM env_summary WHERE env = 'guess-number'");
-    expect(env_[0]).toMatchObject({ runs: 1, groups: 2, episodes: 6 });
+    // This file's run, its two guess-number groups and their six episodes.
+    const [summary] = await rows("SELECT * FROM env_summary WHERE env = 'guess-number'");
+    expect(summary).toMatchObject({
+      runs: guessNumberBefore.runs + 1,
+      groups: guessNumberBefore.groups + 2,
+      episodes: guessNumberBefore.episodes + 6,
+    });
   });
 });
 
@@ -98,9 +106,9 @@ describe("GET /v1/episodes", () => {
     let cursor: string | null = null;
     do {
       const query: string = `run_id=views&limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
-      const page = (await (await api(`/v1/episodes?${query}`)).json()) as Json;
+      const page = await getJson<EpisodePage>(`/v1/episodes?${query}`);
       expect(page.episodes.length).toBeLessThanOrEqual(3);
-      seen.push(...page.episodes.map((e: Json) => e.episode_id));
+      seen.push(...page.episodes.map((e) => e.episode_id));
       cursor = page.next_cursor;
     } while (cursor !== null);
     expect(seen).toHaveLength(8);
@@ -108,19 +116,19 @@ describe("GET /v1/episodes", () => {
   });
 
   it("filters by status and success, and carries transcripts", async () => {
-    const failed = (await (await api("/v1/episodes?run_id=views&status=failed")).json()) as Json;
-    expect(failed.episodes.map((e: Json) => e.failure_reason)).toEqual([
+    const failed = await getJson<EpisodePage>("/v1/episodes?run_id=views&status=failed");
+    expect(failed.episodes.map((e) => e.failure_reason)).toEqual([
       END.inference_rejected,
       END.inference_rejected,
     ]);
-    const wins = (await (
-      await api("/v1/episodes?run_id=views&success=true&include=sft")
-    ).json()) as Json;
+    const wins = await getJson<EpisodePage>("/v1/episodes?run_id=views&success=true&include=sft");
     expect(wins.episodes.length).toBeGreaterThan(0);
     expect(
-      wins.episodes.every((e: Json) => e.success === true && e.sft.masking === "role_aware"),
+      wins.episodes.every(
+        (e) => e.success === true && "sft" in e && e.sft?.masking === "role_aware",
+      ),
     ).toBe(true);
-    expect(wins.episodes[0].messages).toBeUndefined();
+    expect(wins.episodes[0]).not.toHaveProperty("messages");
   });
 
   it("refuses a forged cursor", async () => {

@@ -3,10 +3,9 @@
 // same results as one invocation per step, no environment state kept between steps, sessions
 // replaced after STEPS_PER_SESSION steps, and a broken session never failing a step.
 import { env } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { StepSessionApi, StepWorkerApi } from "../../src/env-workers/step-worker";
 import { GuessNumber } from "../../src/environments/guess-number";
-import { registerEnvironment } from "../../src/environments/registry";
 import { stepWorker } from "../../src/rollout/bindings";
 import { EpisodeStepSession, STEPS_PER_SESSION } from "../../src/rollout/step-session";
 import {
@@ -16,6 +15,7 @@ import {
   type TaskExample,
 } from "../../src/sdk";
 import { guessExample } from "./helpers";
+import { registerTestEnvironment } from "./test-environments";
 
 /** Counts the steps each environment instance has served: 1 every time if none is reused. */
 class CountsItsSteps extends GuessNumber {
@@ -25,17 +25,24 @@ class CountsItsSteps extends GuessNumber {
     return { ...result, metadata: { ...result.metadata, served: ++this.served } };
   }
 }
-registerEnvironment("counts-its-steps", () => new CountsItsSteps());
+registerTestEnvironment("counts-its-steps", () => new CountsItsSteps());
 
-/** Guess-number whose steps wait far longer than any timeout in these tests. */
+/**
+ * Guess-number whose steps wait, past any timeout in these tests, until the test lets them go
+ * (polling a flag: a promise resolved from the test's request would cross requests).
+ */
+const slowSteps = { letGo: false };
 class StepsSlowly extends GuessNumber {
   override stepEpisode(example: TaskExample, messages: readonly ChatMessage[], response: string) {
-    const late = () => super.stepEpisode(example, messages, response);
+    const late = async () => {
+      while (!slowSteps.letGo) await new Promise((resolve) => setTimeout(resolve, 50));
+      return super.stepEpisode(example, messages, response);
+    };
     // Environments may step asynchronously; the base class happens not to.
-    return new Promise((resolve) => setTimeout(() => resolve(late()), 10_000)) as never;
+    return late() as never;
   }
 }
-registerEnvironment("steps-slowly", () => new StepsSlowly());
+registerTestEnvironment("steps-slowly", () => new StepsSlowly());
 
 const worker = stepWorker(env);
 const example = guessExample("session", 100);
@@ -74,6 +81,10 @@ function transcriptAt(turn: number): ChatMessage[] {
 }
 
 describe("an episode's step session", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("gives the results of one invocation per step, from a fresh environment each step", async () => {
     const { wrapped } = countingWorker();
     const session = new EpisodeStepSession(wrapped, request);
@@ -126,10 +137,19 @@ describe("an episode's step session", () => {
   });
 
   it("hands a step back, not a step timeout, when a session does not open in time", async () => {
+    // The session's clock and timers are the test's: the 5 s it may take to open are not waited.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
     const { wrapped, counts } = countingWorker("stuck");
     const session = new EpisodeStepSession(wrapped, request);
+    let answered = false;
     // The step's own timeout is longer than the 5 s a session may take to open.
-    expect(await session.step(transcriptAt(0), 20_000)).toEqual({ kind: "retry_alone" });
+    const stepping = session.step(transcriptAt(0), 20_000).finally(() => {
+      answered = true;
+    });
+    await vi.advanceTimersByTimeAsync(4_999);
+    expect(answered).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await stepping).toEqual({ kind: "retry_alone" });
     expect(counts.sessions).toBe(1);
     session.close();
   });
@@ -137,12 +157,14 @@ describe("an episode's step session", () => {
   it("times a step out at its deadline and gives the next step a fresh session", async () => {
     const { wrapped, counts } = countingWorker();
     const session = new EpisodeStepSession(wrapped, { env: "steps-slowly", example });
+    slowSteps.letGo = false;
     try {
       expect(await session.step(transcriptAt(0), 300)).toEqual({ kind: "timeout" });
       expect(await session.step(transcriptAt(1), 300)).toEqual({ kind: "timeout" });
       // The invocation may still be running the stuck step: the next one does not go there.
       expect(counts.sessions).toBe(2);
     } finally {
+      slowSteps.letGo = true;
       session.close();
     }
   });

@@ -2,24 +2,42 @@
 // host sent each turn is what a trainer leases, a drifting template is caught, `required`
 // refuses a host without token ids, and a restart or a retried landing loses or doubles nothing.
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { GroupView } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
 import { decodeTokenObject, tokenObjectKey } from "../../src/tokens/token-object";
-import { api, guessExample, type Json, SUPPORT_EXAMPLE, startGroup, waitForGroup } from "./helpers";
+import {
+  d1,
+  getGroup,
+  guessExample,
+  itemAt,
+  lastError,
+  post,
+  SUPPORT_EXAMPLE,
+  startGroup,
+  until,
+  waitForGroup,
+} from "./helpers";
 import {
   answersOf,
-  d1,
-  evictWhileParked,
+  type Base64Sample,
   expectExact,
   float32,
   type HostAnswer,
+  landEvictedMidEpisode,
   lease,
+  leaseOne,
+  type TokenGroup,
 } from "./token-helpers";
 
-describe("token-exact episodes", () => {
-  it("serve exactly the ids and logprobs the host sent, turn by turn, in one sample", async () => {
-    const model = "sim+record";
-    const sampling = { temperature: 1, seed: 301 };
+describe("a token-exact group", () => {
+  const model = "sim+record";
+  const sampling = { temperature: 1, seed: 301 };
+  let group: GroupView;
+  let answers: HostAnswer[][];
+  let leased: TokenGroup;
+
+  beforeAll(async () => {
     const id = await startGroup({
       env: "guess-number",
       example: guessExample("tok-exact", 83),
@@ -27,39 +45,57 @@ describe("token-exact episodes", () => {
       run_id: "tok-exact",
       sampling: { model, ...sampling },
     });
-    const group = await waitForGroup(id);
+    group = await waitForGroup(id);
+    answers = await answersOf(group, model, sampling);
+    leased = await leaseOne("tok-exact");
+  });
+
+  it("serves exactly the ids and logprobs the host sent, turn by turn", () => {
     expect(group.status).toBe("landed");
-    const answers = await answersOf(group, model, sampling);
-    const batch = await lease("tok-exact");
-    const [leased] = batch.groups;
+    for (const episode of leased.episodes) expectExact(episode, itemAt(answers, episode.index));
+  });
+
+  it("serves each episode in one sample: ChatML re-renders history as the model wrote it", () => {
     for (const episode of leased.episodes) {
-      expectExact(episode, answers[episode.index] as HostAnswer[]);
-      // ChatML re-renders history as the model wrote it: every turn extends the last.
       expect(episode.prefix_breaks).toBe(0);
       expect(episode.samples).toHaveLength(1);
-      expect(episode.samples[0].turns).toEqual([0, episode.turns - 1]);
-      // The advantage rides on exactly the sampled tokens.
-      for (const [i, a] of episode.samples[0].advantages.entries()) {
-        const expected = episode.samples[0].mask[i] === 1 ? episode.advantage : 0;
+      expect(itemAt(episode.samples).turns).toEqual([0, episode.turns - 1]);
+    }
+  });
+
+  it("puts the advantage on exactly the sampled tokens", () => {
+    for (const episode of leased.episodes) {
+      const [sample] = episode.samples;
+      for (const [i, a] of (sample?.advantages ?? []).entries()) {
+        const expected = sample?.mask[i] === 1 ? (episode.advantage ?? 0) : 0;
         expect(Math.fround(a)).toBe(Math.fround(expected));
       }
     }
-    // D1 keeps what people query: per-turn logprob sums, new prompt tokens, the model.
-    const turns = await d1(
+  });
+
+  it("keeps in D1 what people query: per-turn logprob sums, new prompt tokens, the model", async () => {
+    const turns = await d1<{
+      logprob_sum: number;
+      new_prompt_tokens: number;
+      prefix_break: number;
+      model: string;
+    }>(
       "SELECT logprob_sum, new_prompt_tokens, prefix_break, model FROM messages WHERE group_id = ? AND sampled = 1",
-      id,
+      group.group_id,
     );
-    expect(turns.length).toBe(group.episodes.reduce((n: number, e: Json) => n + e.turns, 0));
+    expect(turns.length).toBe(group.episodes.reduce((n, e) => n + e.turns, 0));
     for (const t of turns) {
       expect(t.logprob_sum).toBeLessThanOrEqual(0);
       expect(t.new_prompt_tokens).toBeGreaterThan(0);
       expect(t.prefix_break).toBe(0);
       expect(t.model).toBe("sim");
     }
-    const [row] = await d1("SELECT token_object, token_object_bytes FROM groups WHERE id = ?", id);
-    expect(row.token_object).toBe(tokenObjectKey(id));
+    const [row] = await d1("SELECT token_object FROM groups WHERE id = ?", group.group_id);
+    expect(row?.token_object).toBe(tokenObjectKey(group.group_id));
   });
+});
 
+describe("token-exact episodes", () => {
   it("serve the same samples as base64 of little-endian arrays", async () => {
     const id = await startGroup({
       env: "guess-number",
@@ -70,12 +106,12 @@ describe("token-exact episodes", () => {
     });
     await waitForGroup(id);
     const json = await lease("tok-b64", { lease_seconds: 1 });
-    await api(`/v1/batches/${json.batch_id}/release`, { method: "POST" });
-    const b64 = await lease("tok-b64", { token_encoding: "base64" });
+    await post(`/v1/batches/${json.batch_id}/release`);
+    const b64 = await lease<Base64Sample>("tok-b64", { token_encoding: "base64" });
     const bytes = (s: string) => Uint8Array.from(atob(s), (ch) => ch.charCodeAt(0));
-    for (const [e, episode] of b64.groups[0].episodes.entries()) {
-      const plain = json.groups[0].episodes[e].samples[0];
-      const sample = episode.samples[0];
+    for (const [e, episode] of itemAt(b64.groups).episodes.entries()) {
+      const plain = itemAt(itemAt(itemAt(json.groups).episodes, e).samples);
+      const sample = itemAt(episode.samples);
       expect(Array.from(new Int32Array(bytes(sample.token_ids).buffer))).toEqual(plain.token_ids);
       expect(Array.from(bytes(sample.mask))).toEqual(plain.mask);
       expect(Array.from(new Float32Array(bytes(sample.logprobs).buffer))).toEqual(
@@ -99,25 +135,29 @@ describe("token-exact episodes", () => {
     });
     const group = await waitForGroup(id);
     const answers = await answersOf(group, model, sampling);
-    const [leased] = (await lease("tok-drift")).groups;
+    const leased = await leaseOne("tok-drift");
     for (const episode of leased.episodes) {
       if (episode.turns < 2) continue;
       // Qwen3's template re-renders each earlier action without its <think> block.
       expect(episode.prefix_breaks).toBe(episode.turns - 1);
       expect(episode.samples.length).toBeGreaterThan(1);
-      expect(episode.samples).toHaveLength(episode.prefix_breaks + 1);
-      expectExact(episode, answers[episode.index] as HostAnswer[]);
+      expect(episode.samples).toHaveLength((episode.prefix_breaks ?? 0) + 1);
+      expectExact(episode, itemAt(answers, episode.index));
     }
-    const breaks = await d1(
+    const [breaks] = await d1<{ n: number }>(
       "SELECT SUM(prefix_break) AS n FROM messages WHERE group_id = ? AND sampled = 1",
       id,
     );
-    expect(breaks[0].n).toBeGreaterThan(0);
+    expect(breaks?.n).toBeGreaterThan(0);
     const view = await d1("SELECT * FROM prefix_breaks WHERE run_id = 'tok-drift'");
     expect(view).toEqual([
-      expect.objectContaining({ env: "guess-number", model: "sim", policy_version: 0 }),
+      expect.objectContaining({
+        env: "guess-number",
+        model: "sim",
+        policy_version: 0,
+        breaks: breaks?.n,
+      }),
     ]);
-    expect(view[0].breaks).toBe(breaks[0].n);
   });
 
   it("with tokens: required, fail against a host without token ids, saying what fixes it", async () => {
@@ -152,34 +192,19 @@ describe("token-exact episodes", () => {
         sampling: { model, temperature: 1, seed: 3 },
       });
       expect((await waitForGroup(id)).status).toBe("landed");
-      const [leased] = (await lease(run)).groups;
-      for (const episode of leased.episodes) {
+      for (const episode of (await leaseOne(run)).episodes) {
         expect(episode).toMatchObject({ token_mode: "none", samples: [] });
         expect(episode.turns).toBeGreaterThan(0);
       }
-      const [row] = await d1("SELECT token_object FROM groups WHERE id = ?", id);
-      expect(row.token_object).toBeNull();
+      expect(await d1("SELECT token_object FROM groups WHERE id = ?", id)).toEqual([
+        { token_object: null },
+      ]);
     }
   });
 
   it("lose no token of a recorded turn when the object is evicted mid-episode", async () => {
-    // The third generation of each episode waits 1.5 s on a Retry-After, parked in storage.
-    const model = "sim+fail:503:1@2+retryafter:1.5+record";
-    const sampling = { temperature: 1, seed: 41 };
-    const id = await startGroup({
-      env: "guess-number",
-      example: guessExample("tok-evict", 88),
-      group_size: 2,
-      run_id: "tok-evict",
-      sampling: { model, ...sampling },
-    });
-    await evictWhileParked(id);
-    const group = await waitForGroup(id);
-    expect(group.status).toBe("landed");
-    const answers = await answersOf(group, model, sampling);
-    const [leased] = (await lease("tok-evict")).groups;
-    for (const episode of leased.episodes)
-      expectExact(episode, answers[episode.index] as HostAnswer[]);
+    const { answers, leased } = await landEvictedMidEpisode("tok-evict", 41);
+    for (const episode of leased.episodes) expectExact(episode, itemAt(answers, episode.index));
   });
 
   it("write one token object however often the landing is retried", async () => {
@@ -195,11 +220,10 @@ describe("token-exact episodes", () => {
         sampling: { model: "sim", temperature: 1, seed: 8 },
       });
       // Each failed landing has already put the token object.
-      for (;;) {
-        const group = await (await api(`/v1/groups/${id}`)).json<Json>();
-        if ((group.last_error ?? "").startsWith("D1:")) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await until(
+        async () => (lastError(await getGroup(id)) ?? "").startsWith("D1:"),
+        "met the D1 outage",
+      );
       const early = await env.TOKENS.get(tokenObjectKey(id));
       firstBytes = new Uint8Array(await (early as R2ObjectBody).arrayBuffer());
     } finally {
@@ -214,9 +238,7 @@ describe("token-exact episodes", () => {
     // The retried landings wrote the same bytes the first attempt did.
     expect(bytes).toEqual(firstBytes);
     const decoded = decodeTokenObject(bytes);
-    expect(decoded.episodes.map((e) => e.turns.length)).toEqual(
-      group.episodes.map((e: Json) => e.turns),
-    );
+    expect(decoded.episodes.map((e) => e.turns.length)).toEqual(group.episodes.map((e) => e.turns));
   });
 
   it("with tokens: off, store none and say so", async () => {
@@ -229,15 +251,14 @@ describe("token-exact episodes", () => {
       sampling: { model: "sim", temperature: 1, seed: 12 },
     });
     await waitForGroup(id);
-    const [leased] = (await lease("tok-off")).groups;
-    for (const episode of leased.episodes) {
+    for (const episode of (await leaseOne("tok-off")).episodes) {
       expect(episode).toMatchObject({ token_mode: "none", samples: [] });
       expect(episode.token_mode_reason).toMatch(/tokens: "off"/);
     }
     expect(await env.TOKENS.head(tokenObjectKey(id))).toBeNull();
   });
 
-  it("give failed episodes no samples, and keep cut and tool-calling turns exact", async () => {
+  it("give failed episodes no samples, and the others theirs", async () => {
     // chaos: the step of half the episodes throws at turn 1, after a recorded turn 0.
     const failing = await startGroup({
       env: "chaos",
@@ -250,46 +271,42 @@ describe("token-exact episodes", () => {
       sampling: { model: "sim", temperature: 1, seed: 31 },
     });
     const group = await waitForGroup(failing);
-    const [leased] = (await lease("tok-failed")).groups;
-    const failed = leased.episodes.filter((e: Json) => e.status === "failed");
+    expect(group.episodes.length).toBe(6);
+    const leased = await leaseOne("tok-failed");
+    const failed = leased.episodes.filter((e) => e.status === "failed");
     expect(failed.length).toBeGreaterThan(0);
     for (const e of failed) expect(e).toMatchObject({ token_mode: "exact", samples: [] });
-    for (const e of leased.episodes.filter((x: Json) => x.status !== "failed"))
+    for (const e of leased.episodes.filter((x) => x.status !== "failed"))
       expect(e.samples.length).toBeGreaterThan(0);
-    expect(group.episodes.length).toBe(6);
+  });
 
-    // Cut at the token budget: the completion has no end-of-turn token, and is still exact.
+  it("keep a turn cut at the token budget exact: no end-of-turn token, as the host sent it", async () => {
     const model = "sim+record";
+    const sampling = { temperature: 0, seed: 5, max_completion_tokens: 3 };
     const cut = await startGroup({
       env: "guess-number",
       example: guessExample("tok-cut", 50),
       group_size: 1,
       run_id: "tok-cut",
-      sampling: { model, temperature: 0, seed: 5, max_completion_tokens: 3 },
+      sampling: { model, ...sampling },
     });
-    const cutGroup = await waitForGroup(cut);
-    const [cutLeased] = (await lease("tok-cut")).groups;
-    const [answers] = await answersOf(cutGroup, model, {
-      temperature: 0,
-      seed: 5,
-      max_completion_tokens: 3,
-    });
-    expectExact(cutLeased.episodes[0], answers as HostAnswer[]);
-    expect((answers as HostAnswer[])[0]?.token_ids).toHaveLength(3);
+    const [answers] = await answersOf(await waitForGroup(cut), model, sampling);
+    expectExact(itemAt((await leaseOne("tok-cut")).episodes), answers ?? []);
+    expect(answers?.[0]?.token_ids).toHaveLength(3);
+  });
 
-    // Native tool calls: the raw completion tokens are the training truth, calls or not.
+  it("keep native tool-calling turns exact: the raw completion tokens are the training truth", async () => {
     const native = "sim+native+record";
+    const sampling = { temperature: 0, seed: 6 };
     const tools = await startGroup({
       env: "tool-agent",
       example: { ...SUPPORT_EXAMPLE, id: "tok-native" },
       group_size: 1,
       run_id: "tok-native",
-      sampling: { model: native, temperature: 0, seed: 6 },
+      sampling: { model: native, ...sampling },
     });
-    const toolGroup = await waitForGroup(tools);
-    const [toolLeased] = (await lease("tok-native")).groups;
-    const [toolAnswers] = await answersOf(toolGroup, native, { temperature: 0, seed: 6 });
-    expectExact(toolLeased.episodes[0], toolAnswers as HostAnswer[]);
+    const [answers] = await answersOf(await waitForGroup(tools), native, sampling);
+    expectExact(itemAt((await leaseOne("tok-native")).episodes), answers ?? []);
   });
 
   it("say so when a group's token object is gone, rather than serve it as tokenless", async () => {
@@ -302,8 +319,7 @@ describe("token-exact episodes", () => {
     });
     await waitForGroup(id);
     await env.TOKENS.delete(tokenObjectKey(id));
-    const [leased] = (await lease("tok-gone")).groups;
-    for (const episode of leased.episodes) {
+    for (const episode of (await leaseOne("tok-gone")).episodes) {
       expect(episode).toMatchObject({ token_mode: "missing", samples: [] });
       expect(episode.token_mode_reason).toMatch(/is not in the TOKENS bucket/);
     }

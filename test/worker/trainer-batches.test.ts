@@ -1,34 +1,36 @@
-import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+// Leasing scored groups to trainers: whole groups in the batch format, each group to one
+// trainer at a time, acks, releases and expiring leases, poison groups parked, and the filters.
+// A lease's expiry is not waited for: the fake clock jumps past it (fake-clock.ts).
+import { beforeAll, describe, expect, it } from "vitest";
+import type {
+  AckResult,
+  Batch,
+  EpisodeView,
+  ReleaseResult,
+  StartGroupInput,
+  TrainerEpisode,
+} from "../../src/client/edgeroll-client";
+import { passTime, useFakeClock } from "./fake-clock";
 import {
-  api,
+  type Answer,
+  d1,
+  type ErrorBody,
   getEpisode,
-  getGroup,
   guessExample,
-  type Json,
+  itemAt,
+  leaseBatch as lease,
+  post,
   startGroup,
   waitForGroup,
 } from "./helpers";
 
-async function post(path: string, body: unknown = {}) {
-  const response = await api(path, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Json };
-}
-
-const lease = (body: unknown) => post("/v1/batches/lease", body);
-
 /** Runs `count` groups through the engine and waits until all have landed. */
-async function landGroups(count: number, body: (i: number) => Json): Promise<string[]> {
+async function landGroups(count: number, body: (i: number) => StartGroupInput) {
   const ids = await Promise.all(Array.from({ length: count }, (_, i) => startGroup(body(i))));
-  await Promise.all(ids.map((id) => waitForGroup(id, 60_000)));
-  return ids;
+  return Promise.all(ids.map((id) => waitForGroup(id, 60_000)));
 }
 
-const guessGroup = (run: string, seed: number, extra: Json = {}) => ({
+const guessGroup = (run: string, seed: number, extra: Partial<StartGroupInput> = {}) => ({
   env: "guess-number",
   example: guessExample(`${run}-${seed}`, 1 + ((seed * 37) % 100)),
   group_size: 4,
@@ -41,54 +43,96 @@ const guessGroup = (run: string, seed: number, extra: Json = {}) => ({
  * Lands exactly `count` groups that are not uniform (guess-number at temperature 1 varies, but
  * a group can still come out all-equal; those stay in D1, skipped by default leases).
  */
-async function landVaried(run: string, count: number, extra: Json = {}): Promise<string[]> {
+async function landVaried(
+  run: string,
+  count: number,
+  extra: Partial<StartGroupInput> = {},
+): Promise<string[]> {
   const varied: string[] = [];
-  for (let seed = 1; varied.length < count; seed++) {
-    const [id] = await landGroups(1, () => guessGroup(run, seed, extra));
-    const group = await getGroup(id as string);
-    if (group.score_std > 0) varied.push(group.group_id);
+  for (let seed = 1; varied.length < count; ) {
+    const wanted = count - varied.length;
+    const landed = await landGroups(wanted, (i) => guessGroup(run, seed + i, extra));
+    seed += wanted;
+    for (const group of landed) if ((group.score_std ?? 0) > 0) varied.push(group.group_id);
   }
   return varied;
 }
 
-describe("leasing scored groups", () => {
-  it("returns whole groups with each episode's reward, advantage, status and marked transcript", async () => {
-    const landed = await landVaried("lease-shape", 2);
-    const { status, body } = await lease({ max_groups: 10, run_id: "lease-shape" });
-    expect(status).toBe(200);
-    expect(body.batch_id).toMatch(/^b_/);
-    expect(Date.parse(body.lease_expires_at)).toBeGreaterThan(Date.now() + 250_000);
-    expect(body.groups.map((g: Json) => g.group_id).sort()).toEqual([...landed].sort());
-    for (const group of body.groups) {
+const ack = (batch: string | null) => post<AckResult>(`/v1/batches/${batch}/ack`);
+const release = (batch: string | null) => post<ReleaseResult>(`/v1/batches/${batch}/release`);
+const groupIds = (batch: Batch) => batch.groups.map((g) => g.group_id);
+/** The episode's SFT row, where the lease asked for them (`include: ["sft"]`). */
+const sftOf = (episode: TrainerEpisode) => ("sft" in episode ? episode.sft : undefined);
+
+describe("a lease of scored groups", () => {
+  let landed: string[];
+  let leased: Answer<Batch>;
+  let stored: Map<string, EpisodeView>;
+
+  beforeAll(async () => {
+    landed = await landVaried("lease-shape", 2);
+    leased = await lease({ max_groups: 10, run_id: "lease-shape" });
+    const episodes = leased.body.groups.flatMap((g) => g.episodes);
+    stored = new Map(
+      await Promise.all(
+        episodes.map(async (e) => [e.episode_id, await getEpisode(e.episode_id)] as const),
+      ),
+    );
+  });
+
+  const leasedEpisodes = () => leased.body.groups.flatMap((g) => g.episodes);
+  const messagesOf = (episode: TrainerEpisode) => episode.messages ?? [];
+
+  it("names a batch whose lease runs for the default five minutes", () => {
+    expect(leased.status).toBe(200);
+    expect(leased.body.batch_id).toMatch(/^b_/);
+    expect(Date.parse(leased.body.lease_expires_at ?? "")).toBeGreaterThan(Date.now() + 250_000);
+  });
+
+  it("returns whole groups, each with its example", () => {
+    expect(groupIds(leased.body).sort()).toEqual([...landed].sort());
+    for (const group of leased.body.groups) {
       expect(group.episodes).toHaveLength(4);
-      expect(group.example.metadata.secret).toBeGreaterThan(0);
-      const rewards = group.episodes.map((e: Json) => e.reward);
-      const mean = rewards.reduce((a: number, b: number) => a + b, 0) / rewards.length;
+      expect(group.example.metadata?.secret).toBeGreaterThan(0);
+    }
+  });
+
+  it("gives each episode its reward, status and turns as stored, and its advantage over the group's mean", () => {
+    for (const group of leased.body.groups) {
+      const rewards = group.episodes.map((e) => e.reward ?? 0);
+      const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
       for (const episode of group.episodes) {
-        const stored = await getEpisode(episode.episode_id);
+        const view = stored.get(episode.episode_id);
         expect(episode).toMatchObject({
-          status: stored.status,
-          reward: stored.score,
-          success: stored.success,
-          turns: stored.turns,
+          status: view?.status,
+          reward: view?.score,
+          success: view?.success,
+          turns: view?.turns,
           policy_version: 0,
-          per_turn_rewards: stored.per_turn_rewards,
+          per_turn_rewards: view?.per_turn_rewards,
         });
-        expect(episode.advantage).toBeCloseTo(episode.reward - mean, 12);
-        const sampled = episode.messages.filter((m: Json) => m.sampled);
-        expect(sampled).toHaveLength(episode.turns);
-        expect(
-          sampled.every((m: Json) => m.role === "assistant" && m.advantage === episode.advantage),
-        ).toBe(true);
-        expect(
-          episode.messages
-            .filter((m: Json) => !m.sampled)
-            .every((m: Json) => m.advantage === undefined),
-        ).toBe(true);
+        expect(episode.advantage).toBeCloseTo((episode.reward ?? 0) - mean, 12);
       }
     }
   });
 
+  it("marks the sampled turns of each transcript, each with the episode's advantage", () => {
+    for (const episode of leasedEpisodes()) {
+      const sampled = messagesOf(episode).filter((m) => m.sampled);
+      expect(sampled).toHaveLength(episode.turns);
+      expect(
+        sampled.every((m) => m.role === "assistant" && m.advantage === episode.advantage),
+      ).toBe(true);
+      expect(
+        messagesOf(episode)
+          .filter((m) => !m.sampled)
+          .every((m) => !("advantage" in m)),
+      ).toBe(true);
+    }
+  });
+});
+
+describe("leasing scored groups", () => {
   it("answers 200 with no groups when nothing is available", async () => {
     expect(await lease({ max_groups: 5, run_id: "nothing-here" })).toEqual({
       status: 200,
@@ -101,7 +145,7 @@ describe("leasing scored groups", () => {
     const results = await Promise.all(
       Array.from({ length: 6 }, () => lease({ max_groups: 1, run_id: "concurrent" })),
     );
-    const served = results.flatMap((r) => r.body.groups.map((g: Json) => g.group_id));
+    const served = results.flatMap((r) => groupIds(r.body));
     expect(served.sort()).toEqual([...landed].sort());
     expect(new Set(served).size).toBe(served.length);
   });
@@ -112,16 +156,17 @@ describe("leasing scored groups", () => {
     expect(body.groups).toHaveLength(2);
     const single = await lease({ max_episodes: 1, run_id: "by-episodes" });
     expect(single.body.groups).toHaveLength(1);
-    expect(single.body.groups[0].episodes).toHaveLength(4);
+    expect(itemAt(single.body.groups).episodes).toHaveLength(4);
   });
 });
 
 describe("acks, releases and expiry", () => {
+  useFakeClock();
+
   it("ack marks the groups consumed, once; a second ack is a no-op that says so", async () => {
     await landVaried("ack", 1);
     const { body } = await lease({ max_groups: 5, run_id: "ack" });
-    const first = await post(`/v1/batches/${body.batch_id}/ack`);
-    expect(first).toEqual({
+    expect(await ack(body.batch_id)).toEqual({
       status: 200,
       body: {
         batch_id: body.batch_id,
@@ -130,12 +175,13 @@ describe("acks, releases and expiry", () => {
         already_acked: false,
       },
     });
-    const second = await post(`/v1/batches/${body.batch_id}/ack`);
+    const second = await ack(body.batch_id);
     expect(second.body).toMatchObject({ acked_groups: 0, already_acked: true });
     expect((await lease({ max_groups: 5, run_id: "ack" })).body.groups).toEqual([]);
-    const row = await env.DB.prepare("SELECT delivery_state, acked_at FROM groups WHERE id = ?")
-      .bind(body.groups[0].group_id)
-      .first<{ delivery_state: string; acked_at: string }>();
+    const [row] = await d1<{ delivery_state: string; acked_at: string }>(
+      "SELECT delivery_state, acked_at FROM groups WHERE id = ?",
+      itemAt(body.groups).group_id,
+    );
     expect(row?.delivery_state).toBe("acked");
     expect(row?.acked_at).toBeTruthy();
   });
@@ -144,29 +190,30 @@ describe("acks, releases and expiry", () => {
     await landVaried("release", 1);
     const first = await lease({ max_groups: 5, run_id: "release" });
     expect((await lease({ max_groups: 5, run_id: "release" })).body.groups).toEqual([]);
-    const released = await post(`/v1/batches/${first.body.batch_id}/release`);
+    const released = await release(first.body.batch_id);
     expect(released.body).toMatchObject({
       released_groups: first.body.groups.length,
       already_released: false,
     });
     const again = await lease({ max_groups: 5, run_id: "release" });
-    expect(again.body.groups.map((g: Json) => g.group_id)).toEqual(
-      first.body.groups.map((g: Json) => g.group_id),
-    );
-    expect(again.body.groups[0].deliveries).toBe(2);
-    expect((await post(`/v1/batches/${first.body.batch_id}/ack`)).status).toBe(409);
+    expect(groupIds(again.body)).toEqual(groupIds(first.body));
+    expect(itemAt(again.body.groups).deliveries).toBe(2);
+    expect((await ack(first.body.batch_id)).status).toBe(409);
   });
 
   it("a lease that expires without an ack makes its groups available again, counting deliveries", async () => {
     await landVaried("expiry", 1);
-    const first = await lease({ max_groups: 1, run_id: "expiry", lease_seconds: 1 });
+    const first = await lease({ max_groups: 1, run_id: "expiry", lease_seconds: 60 });
+    // A second short of the lease's minute, the group is still the first trainer's.
+    passTime(59_000);
     expect((await lease({ max_groups: 1, run_id: "expiry" })).body.groups).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // The minute runs out with no ack.
+    passTime(2_000);
     const second = await lease({ max_groups: 1, run_id: "expiry" });
-    expect(second.body.groups[0].group_id).toBe(first.body.groups[0].group_id);
-    expect(second.body.groups[0].deliveries).toBe(2);
+    expect(itemAt(second.body.groups).group_id).toBe(itemAt(first.body.groups).group_id);
+    expect(itemAt(second.body.groups).deliveries).toBe(2);
     // The first trainer acks too late: its groups went to the second, so they count as lost.
-    expect((await post(`/v1/batches/${first.body.batch_id}/ack`)).body).toMatchObject({
+    expect((await ack(first.body.batch_id)).body).toMatchObject({
       acked_groups: 0,
       lost_groups: 1,
     });
@@ -175,15 +222,17 @@ describe("acks, releases and expiry", () => {
   it("parks a group delivered MAX_DELIVERIES times without an ack, visible in SQL, served only on request", async () => {
     await landVaried("poison", 1);
     for (let delivery = 1; delivery <= 3; delivery++) {
-      const { body } = await lease({ max_groups: 1, run_id: "poison", lease_seconds: 1 });
-      expect(body.groups[0].deliveries).toBe(delivery);
-      await new Promise((resolve) => setTimeout(resolve, 1050));
+      const { body } = await lease({ max_groups: 1, run_id: "poison", lease_seconds: 60 });
+      expect(itemAt(body.groups).deliveries).toBe(delivery);
+      // Each lease's minute runs out with no ack.
+      passTime(61_000);
     }
     expect((await lease({ max_groups: 1, run_id: "poison" })).body.groups).toEqual([]);
-    const accounting = await env.DB.prepare(
-      "SELECT accounting, deliveries FROM group_accounting WHERE run_id = 'poison' AND uniform = 0",
-    ).all();
-    expect(accounting.results).toEqual([{ accounting: "parked", deliveries: 3 }]);
+    expect(
+      await d1(
+        "SELECT accounting, deliveries FROM group_accounting WHERE run_id = 'poison' AND uniform = 0",
+      ),
+    ).toEqual([{ accounting: "parked", deliveries: 3 }]);
     const explicit = await lease({ max_groups: 1, run_id: "poison", include_parked: true });
     expect(explicit.body.groups).toHaveLength(1);
   });
@@ -191,21 +240,21 @@ describe("acks, releases and expiry", () => {
 
 describe("filters", () => {
   it("skips uniform groups unless asked, and keeps them queryable", async () => {
-    const [id] = await landGroups(1, () => ({
+    const [group] = await landGroups(1, () => ({
       env: "exact-answer",
       example: { id: "u", input: "What is 2 + 3?", output: "5" },
       group_size: 3,
       run_id: "uniform",
       sampling: { model: "sim", temperature: 0 },
     }));
+    const id = group?.group_id;
     expect((await lease({ max_groups: 5, run_id: "uniform" })).body.groups).toEqual([]);
-    const row = await env.DB.prepare("SELECT uniform, score_std FROM groups WHERE id = ?")
-      .bind(id)
-      .first();
-    expect(row).toEqual({ uniform: 1, score_std: 0 });
+    expect(await d1("SELECT uniform, score_std FROM groups WHERE id = ?", id)).toEqual([
+      { uniform: 1, score_std: 0 },
+    ]);
     const asked = await lease({ max_groups: 5, run_id: "uniform", skip_uniform_groups: false });
-    expect(asked.body.groups.map((g: Json) => g.group_id)).toEqual([id]);
-    expect(asked.body.groups[0].uniform).toBe(true);
+    expect(groupIds(asked.body)).toEqual([id]);
+    expect(itemAt(asked.body.groups).uniform).toBe(true);
   });
 
   it("serves only groups within max_policy_lag of the trainer's current policy", async () => {
@@ -217,8 +266,11 @@ describe("filters", () => {
       max_policy_lag: 2,
     });
     expect(body.groups.length).toBeGreaterThan(0);
-    expect(new Set(body.groups.map((g: Json) => g.policy_version))).toEqual(new Set([4, 6]));
-    const refused = await lease({ max_groups: 1, max_policy_lag: 2 });
+    expect(new Set(body.groups.map((g) => g.policy_version))).toEqual(new Set([4, 6]));
+    const refused = await post<ErrorBody>("/v1/batches/lease", {
+      max_groups: 1,
+      max_policy_lag: 2,
+    });
     expect(refused.status).toBe(400);
     expect(refused.body.error.message).toMatch(/max_policy_lag needs current_policy_version/);
   });
@@ -234,8 +286,11 @@ describe("filters", () => {
   });
 });
 
-describe("large batches", () => {
-  it("leases 1,000 episodes in one batch, inside D1's limits", async () => {
+describe("a batch of 1,000 episodes", () => {
+  let leased: Answer<Batch>;
+  const episodes = () => leased.body.groups.flatMap((g) => g.episodes);
+
+  beforeAll(async () => {
     // In waves of 25 groups, to keep this 2-core machine from timing generations out.
     for (let wave = 0; wave < 5; wave++) {
       await landGroups(25, (i) => ({
@@ -250,29 +305,44 @@ describe("large batches", () => {
         sampling: { model: "sim", temperature: 1, seed: wave * 100 + i },
       }));
     }
-    const { status, body } = await lease({
+    leased = await lease({
       max_episodes: 1000,
       run_id: "big",
       skip_uniform_groups: false,
       include: ["messages", "per_turn", "sft"],
     });
-    expect(status).toBe(200);
-    expect(body.groups).toHaveLength(125);
-    const episodes = body.groups.flatMap((g: Json) => g.episodes);
-    expect(episodes).toHaveLength(1000);
-    // Every episode is there with its status; any that failed did so on the record.
-    for (const episode of episodes) {
+  }, 120_000);
+
+  it("is leased in one batch of whole groups, inside D1's limits", () => {
+    expect(leased.status).toBe(200);
+    expect(leased.body.groups).toHaveLength(125);
+    expect(episodes()).toHaveLength(1000);
+  });
+
+  it("carries every episode's transcript, or the reason it failed", () => {
+    for (const episode of episodes()) {
       if (episode.status === "failed") {
         expect(episode.failure_reason).toBeTruthy();
         expect(episode.advantage).toBeNull();
       } else {
         expect(episode.messages).toHaveLength(2);
-        expect(episode.messages[1]).toMatchObject({ role: "assistant", sampled: true, turn: 0 });
+        expect(episode.messages?.[1]).toMatchObject({
+          role: "assistant",
+          sampled: true,
+          turn: 0,
+        });
       }
     }
-    const successful = episodes.filter((e: Json) => e.success);
+  });
+
+  it("carries an SFT row for each successful episode, and none for the others", () => {
+    const successful = episodes().filter((e) => e.success);
     expect(successful.length).toBeGreaterThan(500);
-    expect(successful.every((e: Json) => e.sft?.masking === "role_aware")).toBe(true);
-    expect(episodes.filter((e: Json) => !e.success).every((e: Json) => e.sft === null)).toBe(true);
-  }, 120_000);
+    expect(successful.every((e) => sftOf(e)?.masking === "role_aware")).toBe(true);
+    expect(
+      episodes()
+        .filter((e) => !e.success)
+        .every((e) => sftOf(e) === null),
+    ).toBe(true);
+  });
 });

@@ -80,11 +80,13 @@ export class GroupDatabase {
     this.resets.push(forget);
   }
 
-  /** After landing: the group's data lives in D1 now; nothing stays here, in storage or memory. */
+  /**
+   * After landing: the group's data lives in D1 now; nothing stays here, in storage or memory.
+   * One call deletes the alarm too (compatibility date 2026-02-24 and later).
+   */
   async deleteAll(): Promise<void> {
     for (const forget of this.resets) forget();
     this.migrated = false;
-    await this.storage.deleteAlarm();
     await this.storage.deleteAll();
   }
 }
