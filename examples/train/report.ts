@@ -124,6 +124,11 @@ function sharedSums(): { shared: number; total: number; drills: number } {
 
 export function writeTraining(latest: TrainingRun, python: string): void {
   const seeds = pairs(latest.plan);
+  // An RL run kept before its control has nothing to compare yet: the document waits for it.
+  if (seeds.length === 0) {
+    console.log("no seed has both its RL run and its control yet: the document is left as it is");
+    return;
+  }
   const runs = seeds.flatMap((s) => [s.rl, s.control]);
   const plot = spawnSync(
     python,
