@@ -1,5 +1,6 @@
-"""Draws the reward curve and the mismatch of a training run, with every kept seed's mean per
-pass of the dataset beside it: plot.py results.json out.png [runs/]"""
+"""Draws docs/training.png from kept runs: the held-out reward by policy version (each seed's RL
+run against its control, with standard errors), the training reward by step, and the mismatch
+before each update. plot.py out.png runs/rl-seed-1.json runs/control-seed-1.json ..."""
 
 import json
 import sys
@@ -10,36 +11,34 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-results = json.load(open(sys.argv[1]))
-steps = list(range(len(results["reward_by_step"])))
-fig, (reward, mismatch) = plt.subplots(1, 2, figsize=(10, 3.6))
-rewards = results["reward_by_step"]
-reward.plot(steps, rewards, marker="o", alpha=0.5, label="mean reward")
-# Three steps are one pass over the dataset (16 groups a step, 48 examples): the mean over each
-# pass compares the same examples, without the step-to-step spread of their difficulty.
-def pass_means(curve):
-    starts = range(0, len(curve) - 2, 3)
-    return [i + 1 for i in starts], [sum(curve[i:i + 3]) / 3 for i in starts]
-
-
-reward.plot(*pass_means(rewards), marker="s", linewidth=2,
-            label=f"seed {results.get('seed', '?')}: mean over each pass of the dataset")
-others = sorted(Path(sys.argv[3]).glob("seed-*.json")) if len(sys.argv) > 3 else []
-for path in others:
-    run = json.loads(path.read_text())
-    if run.get("seed") != results.get("seed") and len(run["reward_by_step"]) == len(rewards):
-        reward.plot(*pass_means(run["reward_by_step"]), marker="s", linewidth=1, linestyle=":",
-                    label=f"seed {run['seed']}: mean over each pass")
-reward.plot(steps, results["success_by_step"], marker=".", linestyle="--", label="success rate")
-reward.set_xlabel("RL step (policy version)")
-top = max([max(rewards)] + [max(json.loads(p.read_text())["reward_by_step"]) for p in others])
-reward.set_ylim(0, max(0.5, 1.3 * top))
-reward.set_title("mental-math: reward while training on edgeroll's samples")
-reward.legend(loc="upper left", fontsize="small")
-mismatch.semilogy(steps, [max(m, 1e-9) for m in results["mismatch_by_step"]], marker="o")
+runs = [json.loads(Path(p).read_text()) for p in sys.argv[2:]]
+seeds = sorted({r["seed"] for r in runs})
+colour = {seed: f"C{i}" for i, seed in enumerate(seeds)}
+style = {"rl": dict(linestyle="-", marker="o"), "control": dict(linestyle="--", marker="x")}
+fig, (heldout, training, mismatch) = plt.subplots(1, 3, figsize=(15, 4))
+for r in sorted(runs, key=lambda r: (r["seed"], r["kind"])):
+    label = f"seed {r['seed']} {'RL' if r['kind'] == 'rl' else 'control (lr 0)'}"
+    h = r["heldout"]
+    heldout.errorbar([e["version"] for e in h], [e["reward"] for e in h], yerr=[e["se"] for e in h],
+                     color=colour[r["seed"]], capsize=3, label=label, **style[r["kind"]])
+    training.plot(range(len(r["reward_by_step"])), r["reward_by_step"], color=colour[r["seed"]],
+                  alpha=0.8, label=label, linestyle=style[r["kind"]]["linestyle"])
+    if r["kind"] == "rl":
+        mismatch.semilogy(range(len(r["mismatch_by_step"])), [max(m, 1e-9) for m in r["mismatch_by_step"]],
+                          marker=".", color=colour[r["seed"]], label=f"seed {r['seed']}")
+heldout.set_xlabel("policy version (RL steps taken)")
+heldout.set_ylabel("mean reward")
+heldout.set_title("held-out drills (never trained on), ± SE")
+heldout.legend(fontsize="small")
+training.set_xlabel("RL step")
+training.set_title("training drills (the warm-up's)")
+top = max(max(e["reward"] + e["se"] for r in runs for e in r["heldout"]),
+          max(max(r["reward_by_step"]) for r in runs))
+for axis in (heldout, training):
+    axis.set_ylim(0, min(1.0, 1.2 * top))
 mismatch.axhline(1e-3, color="red", linestyle=":", label="bound 1e-3")
 mismatch.set_xlabel("RL step")
 mismatch.set_title("|recomputed - served| logprob, before each update")
-mismatch.legend(loc="upper right")
+mismatch.legend(loc="upper right", fontsize="small")
 fig.tight_layout()
-fig.savefig(sys.argv[2], dpi=110)
+fig.savefig(sys.argv[1], dpi=100)

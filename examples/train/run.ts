@@ -1,6 +1,6 @@
 /**
- * `npm run train:example [-- --quick] [-- --seed N] [-- --steps N]`: a real policy learns
- * through edgeroll, end to end, on this CPU.
+ * `npm run train:example [-- --quick] [-- --seed N] [-- --control] [-- --steps N]`: a real policy
+ * learns through edgeroll, end to end, on this CPU; `--control` is the same run at learning rate 0.
  *
  * 1. Python: a virtual environment under the project (.venv-train/) with torch, transformers and
  *    edgeroll's own package (python/, editable: edgeroll_client, which train.py imports).
@@ -9,21 +9,23 @@
  * 3. A tiny GPT-2-style policy (built here, ~0.9 M parameters) is served by an OpenAI-compatible
  *    server in vLLM's wire format, and a second local edgeroll rolls out against it.
  * 4. train.py warms the policy up on the SFT rows, then runs GRPO on edgeroll's token-exact
- *    samples, pushing new weights to the server each step.
+ *    samples, pushing new weights to the server each step, and plays the held-out drills
+ *    (datasets/mental-math-heldout.jsonl) every few steps.
  *
- * A full run writes docs/training-results.md, docs/training.png and examples/train/results.json; `--quick`
- * (CI) is the warm-up and two RL steps, and fails unless the mismatch stays under its bound.
+ * A full run keeps its figures as examples/train/runs/{rl,control}-seed-N.json and rewrites
+ * docs/training-results.md and docs/training.png from every kept run; `--quick` (CI) is the
+ * warm-up and two RL steps, and fails unless the mismatch stays under its bound.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import pMap from "p-map";
 import { type LocalStack, startLocalStack, stopProcessGroup } from "../../src/cli/local-stack";
 import { freePort } from "../../src/cli/ports";
 import { EdgerollClient } from "../../src/client/edgeroll-client";
-import { writeTraining } from "./report";
+import { keepRun, type TrainingPlan, writeTraining } from "./report";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const HERE = resolve(import.meta.dirname);
@@ -39,8 +41,9 @@ const option = (name: string, fallback: number) => {
   return at === -1 ? fallback : Number(argv[at + 1]);
 };
 const quick = flag("quick");
+const control = flag("control");
 const seed = option("seed", 1);
-const plan = quick
+const plan: TrainingPlan = quick
   ? {
       steps: 2,
       groups: 4,
@@ -49,20 +52,33 @@ const plan = quick
       sftGroupSize: 2,
       epochs: 1,
       minibatches: 1,
-      lr: 1e-4,
+      lr: control ? 0 : 1e-4,
+      evalEvery: 2,
+      evalExamples: 8,
+      evalGroupSize: 2,
     }
   : {
-      steps: option("steps", 24),
+      steps: option("steps", 32),
       groups: 16,
       groupSize: 8,
       sftSteps: 500,
       sftGroupSize: 4,
       epochs: 3,
       minibatches: 2,
-      lr: 1e-4,
+      lr: control ? 0 : option("lr", 1e-4),
+      evalEvery: 4,
+      evalExamples: 64,
+      evalGroupSize: 4,
     };
 
 const started = Date.now();
+/** The machine's 1-minute load average as the run starts (2 cores: above 2, work was shared). */
+const loadAtStart = loadavg()[0] ?? 0;
+/** The code the run ran, read before it starts (a run takes minutes; the tree may move on). */
+const commit = spawnSync("git", ["describe", "--always", "--dirty"], {
+  cwd: ROOT,
+  encoding: "utf8",
+}).stdout.trim();
 const say = (line: string) =>
   console.log(`[train ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`);
 
@@ -163,9 +179,11 @@ async function startPolicyServer(
   throw new Error(`the policy server did not come up:\n${output}`);
 }
 
-function machine(): string {
+/** The machine as detected: the CPUs and memory Node sees, the accelerators torch sees. */
+function machine(accelerators: readonly string[]): string {
   const cpu = cpus();
-  return `${cpu.length} × ${cpu[0]?.model ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, no GPU`;
+  const gpus = accelerators.length === 0 ? "no GPU seen by torch" : accelerators.join(", ");
+  return `${cpu.length} × ${cpu[0]?.model ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, ${gpus}`;
 }
 
 const work = mkdtempSync(join(tmpdir(), "edgeroll-train-"));
@@ -206,7 +224,11 @@ try {
     .concat(["--steps", String(plan.steps), "--groups", String(plan.groups)])
     .concat(["--group-size", String(plan.groupSize), "--sft-steps", String(plan.sftSteps)])
     .concat(["--epochs", String(plan.epochs), "--minibatches", String(plan.minibatches)])
-    .concat(["--lr", String(plan.lr), "--mismatch-bound", String(MISMATCH_BOUND)]);
+    .concat(["--lr", String(plan.lr), "--mismatch-bound", String(MISMATCH_BOUND)])
+    .concat(["--eval-every", String(plan.evalEvery), "--eval-examples", String(plan.evalExamples)])
+    .concat(["--eval-group-size", String(plan.evalGroupSize)])
+    // A full run keeps its warm-up, so the seed's control (or RL run) starts from the same weights.
+    .concat(quick ? [] : ["--warm-up-cache", join(ROOT, ".cache/train-warm-up")]);
   trainer = spawn(PYTHON, args, {
     cwd: HERE,
     env: { ...process.env, EDGEROLL_TOKEN: stack.tokens.admin, PYTHONUNBUFFERED: "1" },
@@ -236,17 +258,21 @@ try {
     );
   const summary = {
     ...output,
-    machine: machine(),
+    kind: control ? "control" : "rl",
+    commit,
+    date: new Date().toISOString().slice(0, 10),
+    machine: machine(output.accelerators ?? []),
     seed,
     plan,
     seconds: (Date.now() - started) / 1000,
+    load_average: { start: loadAtStart, end: loadavg()[0] ?? 0 },
   };
   if (quick)
     say("quick run: figures printed only; `npm run train:example` writes docs/training-results.md");
   else {
-    writeFileSync(join(HERE, "results.json"), `${JSON.stringify(summary, null, 2)}\n`);
+    const kept = keepRun(summary);
     writeTraining(summary, PYTHON);
-    say("wrote docs/training-results.md, docs/training.png and examples/train/results.json");
+    say(`kept ${kept}; rewrote docs/training-results.md and docs/training.png from every kept run`);
   }
 } finally {
   await stopAll();

@@ -9,11 +9,15 @@ step: starts rollout groups on edgeroll against the policy server, leases them w
 samples, checks the logprobs it recomputes against the ones the host sampled with (the
 mismatch: ~0 when every token is the host's own), takes clipped policy-gradient steps with the
 importance ratio against those logprobs, pushes the new weights to the server, and acks.
+Every `--eval-every` steps (and after the last) it also plays the held-out drills, which
+nothing trains on, as groups of a run of their own, reads them back and acks them untrained.
+With `--lr 0` (the control) the weights stay the warm-up's.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import sys
@@ -86,6 +90,33 @@ def warm_up(model, examples, steps: int, lr: float, rng: random.Random) -> float
     return float(loss.detach())
 
 
+def cached_warm_up(model, examples, args, rng: random.Random) -> dict:
+    """The warm-up, kept under `--warm-up-cache` by everything that determines it (the rows, the
+    initial weights, its steps and rate, the seed): a seed's control then starts from its RL
+    run's very weights, and the trainer's random state goes on from where it left it."""
+    if args.warm_up_cache is None:
+        t0 = time.monotonic()
+        loss = warm_up(model, examples, args.sft_steps, args.sft_lr, rng)
+        return {"loss": loss, "seconds": time.monotonic() - t0, "cached": False}
+    key = hashlib.sha256(json.dumps([examples, weights_sha256(model), args.sft_steps, args.sft_lr,
+                                     args.seed]).encode()).hexdigest()[:24]
+    weights, meta = args.warm_up_cache / f"{key}.pt", args.warm_up_cache / f"{key}.json"
+    if weights.exists() and meta.exists():
+        model.load_state_dict(torch.load(weights, weights_only=True))
+        kept = json.loads(meta.read_text())
+        version, state, gauss = kept.pop("rng_state")
+        rng.setstate((version, tuple(state), gauss))
+        print(f"warm-up {key} from the cache (loss {kept['loss']:.3f})", flush=True)
+        return {**kept, "cached": True}
+    t0 = time.monotonic()
+    loss = warm_up(model, examples, args.sft_steps, args.sft_lr, rng)
+    kept = {"loss": loss, "seconds": time.monotonic() - t0}
+    args.warm_up_cache.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), weights)
+    meta.write_text(json.dumps({**kept, "rng_state": rng.getstate()}))
+    return {**kept, "cached": False}
+
+
 # --- reinforcement learning -------------------------------------------------------------------
 
 def mismatch(model, samples: list[dict]) -> dict:
@@ -147,6 +178,66 @@ def examples_from(dataset: Path) -> list[dict]:
     return [json.loads(line) for line in dataset.read_text().splitlines() if line.strip()]
 
 
+def check_held_out(heldout: list[dict], train: list[dict], sft_rows: list[dict]) -> None:
+    """The held-out drills are no training drill and no warm-up row's (the split makes them so;
+    this refuses a run given files that do not)."""
+    drill = lambda e: json.dumps(e["metadata"]["questions"])  # noqa: E731
+    seen_ids = {e["id"] for e in train} | {r.get("example_id") for r in sft_rows}
+    seen_drills = {drill(e) for e in train}
+    leaked = [e["id"] for e in heldout if e["id"] in seen_ids or drill(e) in seen_drills]
+    if leaked:
+        raise SystemExit(f"held-out drills also trained on: {leaked[:5]}")
+
+
+def weights_sha256(model) -> str:
+    """One digest of every weight: the control's stays the warm-up's, and a seed's RL run and
+    control start from the same one."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def start_eval(client: EdgerollClient, args, heldout: list[dict], version: int) -> tuple[str, list[str]]:
+    """Starts one group a held-out drill on a run of its own (so the trainer's leases never see
+    them), sampled as training samples are. The seeds depend on the seed and the version only,
+    so a seed's RL run and its control draw alike."""
+    run_id = f"{args.run}-heldout-v{version}"
+    ids = []
+    for i, example in enumerate(heldout):
+        started = client.start_group({
+            "env": ENV, "example": example, "group_size": args.eval_group_size,
+            "run_id": run_id, "policy_version": version,
+            "sampling": {"model": "policy", "temperature": 1.0, "top_p": 1.0,
+                         "max_completion_tokens": 48,
+                         "seed": args.seed * 100_000 + 50_000 + version * 100 + i},
+            "max_context_tokens": tp.CONTEXT,
+        }, idempotency_key=f"{run_id}:{i}")
+        ids.append(started["group_id"])
+    return run_id, ids
+
+
+def finish_eval(client: EdgerollClient, run_id: str, group_ids: list[str], version: int) -> dict:
+    """Reads the held-out groups back (leased and acked, never trained on): the mean reward,
+    its standard error over the drills (each drill's mean is one draw), and the success rate."""
+    wait_landed(client, group_ids)
+    with client.leased(max_groups=len(group_ids), run_id=run_id, current_policy_version=version,
+                       max_policy_lag=0, skip_uniform_groups=False) as batch:
+        groups = batch.groups
+    if len(groups) != len(group_ids):
+        raise SystemExit(f"held-out v{version}: {len(groups)} of {len(group_ids)} groups came back")
+    scored = [[e for e in g["episodes"] if e["reward"] is not None] for g in groups]
+    means = [sum(e["reward"] for e in g) / len(g) for g in scored if g]
+    episodes = [e for g in scored for e in g]
+    mean = sum(means) / len(means)
+    var = sum((m - mean) ** 2 for m in means) / max(len(means) - 1, 1)
+    return {"version": version, "reward": mean, "se": (var / len(means)) ** 0.5,
+            "success": sum(1 for e in episodes if e["success"]) / max(len(episodes), 1),
+            "episodes": len(episodes),
+            "unscored": sum(len(g["episodes"]) for g in groups) - len(episodes)}
+
+
 def wait_landed(client: EdgerollClient, group_ids: list[str], timeout: float = 600) -> None:
     for group_id in group_ids:
         client.wait_for_group(group_id, timeout=timeout)
@@ -163,17 +254,33 @@ def train(args) -> int:
                      "kl_by_step": [], "tokens_by_step": [], "seconds_by_step": [],
                      "rollout_seconds_by_step": []}
 
+    examples = examples_from(args.dataset)
+    heldout = examples_from(args.heldout)[: args.eval_examples]
+    check_held_out(heldout, examples, examples_from(args.sft))
     sft = sft_examples(args.sft)
     print(f"warm-up on {len(sft)} SFT rows from edgeroll's export", flush=True)
-    results["warm_up_loss"] = warm_up(model, sft, args.sft_steps, args.sft_lr, rng)
+    warmed = cached_warm_up(model, sft, args, rng)
+    results["warm_up_loss"] = warmed["loss"]
+    results["warm_up_seconds"] = warmed["seconds"]
+    results["warm_up_cached"] = warmed["cached"]
+    results["warm_up_sha256"] = weights_sha256(model)
     path = tp.save(model, args.checkpoint, 0)
     post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": 0})
 
     client = EdgerollClient(args.url)
-    examples = examples_from(args.dataset)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    results["heldout"] = []
+
+    def evaluated(run_id: str, ids: list[str], version: int) -> None:
+        row = finish_eval(client, run_id, ids, version)
+        results["heldout"].append(row)
+        print(f"held-out at v{version}: reward {row['reward']:.3f} ± {row['se']:.3f} (SE) "
+              f"success {row['success']:.2f} over {row['episodes']} episodes", flush=True)
+
     for step in range(args.steps):
         t0 = time.monotonic()
+        # The held-out drills play beside the step's training groups, with the same weights.
+        evaluation = start_eval(client, args, heldout, step) if step % args.eval_every == 0 else None
         group_ids = []
         for g in range(args.groups):
             example = examples[(step * args.groups + g) % len(examples)]
@@ -187,6 +294,8 @@ def train(args) -> int:
             }, idempotency_key=f"{args.run}:{step}:{g}")
             group_ids.append(started_group["group_id"])
         wait_landed(client, group_ids)
+        if evaluation:
+            evaluated(*evaluation, step)
         rollout_seconds = time.monotonic() - t0
         with client.leased(max_groups=args.groups, run_id=args.run, include=["tokens"],
                            token_encoding="base64", current_policy_version=step,
@@ -200,7 +309,9 @@ def train(args) -> int:
                                  f"{inexact[0].get('token_mode_reason')}")
             check = mismatch(model, samples)  # before this batch's update: same weights as the host
             check_on_policy(check, args.mismatch_bound)
-            loss = grpo_update(model, optimizer, samples, args.epochs, args.minibatches, rng)
+            # At lr 0 (the control) an update moves no weight: skipped, the digest shows it.
+            loss = grpo_update(model, optimizer, samples, args.epochs, args.minibatches, rng) \
+                if args.lr > 0 else 0.0
         path = tp.save(model, args.checkpoint, step + 1)
         post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": step + 1})
         mean = sum(rewards) / max(len(rewards), 1)
@@ -215,7 +326,13 @@ def train(args) -> int:
         print(f"step {step}: reward {mean:.3f} success {success:.2f} | mismatch {check['mean_abs']:.2e} "
               f"kl {check['kl']:.2e} over {check['tokens']} tokens | loss {loss:+.4f} | "
               f"{time.monotonic() - t0:.1f} s ({rollout_seconds:.1f} s rolling out)", flush=True)
+    t0 = time.monotonic()
+    evaluated(*start_eval(client, args, heldout, args.steps), args.steps)
+    results["final_eval_seconds"] = time.monotonic() - t0
+    results["final_sha256"] = weights_sha256(model)
     results["seconds"] = time.monotonic() - started
+    # What ran it: the trainer and the policy server use the CPU whatever torch sees.
+    results["accelerators"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
@@ -239,13 +356,19 @@ def main() -> int:
     p_train.add_argument("--policy-admin", required=True, help="the policy server, for /update_weights")
     p_train.add_argument("--sft", type=Path, required=True)
     p_train.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[2] / "datasets" / f"{ENV}.jsonl")
+    p_train.add_argument("--heldout", type=Path, default=Path(__file__).resolve().parents[2] / "datasets" / f"{ENV}-heldout.jsonl")
+    p_train.add_argument("--eval-every", type=int, default=4, help="steps between held-out evaluations")
+    p_train.add_argument("--eval-examples", type=int, default=None, help="the first N held-out drills (default: all)")
+    p_train.add_argument("--eval-group-size", type=int, default=4)
     p_train.add_argument("--run", default="train-example")
     p_train.add_argument("--steps", type=int, default=24)
     p_train.add_argument("--groups", type=int, default=16)
     p_train.add_argument("--group-size", type=int, default=8)
     p_train.add_argument("--sft-steps", type=int, default=500)
     p_train.add_argument("--sft-lr", type=float, default=3e-3)
-    p_train.add_argument("--lr", type=float, default=1e-4)
+    p_train.add_argument("--warm-up-cache", type=Path, default=None,
+                         help="keep warm-ups here, by what determines them, and reuse them")
+    p_train.add_argument("--lr", type=float, default=1e-4, help="0: the control (no weight moves)")
     p_train.add_argument("--epochs", type=int, default=3, help="passes over each batch")
     p_train.add_argument("--minibatches", type=int, default=2, help="optimizer steps per pass")
     p_train.add_argument("--seed", type=int, default=1)

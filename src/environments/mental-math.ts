@@ -1,8 +1,9 @@
 /**
  * mental-math: a short drill of sums, one question a turn (`metadata.questions`, pairs of whole
- * numbers), each answered as `<answer>N</answer>` and marked right or wrong before the next. The
- * score is the share answered right (success: all of them), with a per-turn reward of 1 or 0. Small
- * enough that a tiny model learns it in minutes on a CPU (examples/train/).
+ * numbers, whose answers all differ), each answered as `<answer>N</answer>` and marked right or
+ * wrong before the next. The score is the share answered right (success: all of them), with a
+ * per-turn reward of 1 or 0. Small enough that a tiny model learns it in minutes on a CPU
+ * (examples/train/).
  */
 import { z } from "zod";
 import {
@@ -22,7 +23,13 @@ const MetadataSchema = z.object({
   questions: z
     .array(z.tuple([z.number().int().min(0).max(999), z.number().int().min(0).max(999)]))
     .min(1)
-    .max(10),
+    .max(10)
+    // A later answer equal to an earlier one is in the context already (the earlier answer, or
+    // the "Wrong: a + b = N" reply), so a drill's answers must all differ.
+    .refine((qs) => new Set(qs.map(([a, b]) => a + b)).size === qs.length, {
+      message:
+        "every question's answer must differ from the others' (a repeated one is given away)",
+    }),
 });
 
 const ANSWER = /<answer>\s*(-?\d+)\s*<\/answer>/g;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MentalMath, parseAnswer } from "../../src/environments/mental-math";
-import { runEpisode, sampledTurns, type TaskExample } from "../../src/sdk";
+import { exampleProblems, runEpisode, sampledTurns, type TaskExample } from "../../src/sdk";
 
 const env = new MentalMath();
 const example: TaskExample = {
@@ -50,5 +50,22 @@ describe("mental-math", () => {
       "<answer>18</answer>",
       "<answer>5</answer>",
     ]);
+  });
+
+  it("refuses a drill that repeats an answer, which the context would give away", () => {
+    const repeated = {
+      ...example,
+      metadata: {
+        questions: [
+          [2, 3],
+          [4, 1],
+          [6, 6],
+        ],
+      },
+    };
+    expect(exampleProblems(env, repeated)).toEqual([
+      { path: "metadata.questions", message: expect.stringMatching(/must differ/) },
+    ]);
+    expect(exampleProblems(env, example)).toEqual([]);
   });
 });
