@@ -54,8 +54,11 @@ export interface TrainingRun {
   warm_up_sha256: string;
   final_sha256: string;
   seconds: number;
-  /** The machine's 1-minute load average as the run started and ended. */
-  load_average?: { start: number; end: number };
+  /**
+   * The machine's 1-minute load average as the run started and ended, and its mean and largest
+   * value sampled every 15 s (runs kept before the sampling have only the start and end).
+   */
+  load_average?: { start: number; end: number; mean?: number; max?: number };
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
@@ -203,7 +206,7 @@ function document(p: TrainingPlan, seeds: ReturnType<typeof pairs>): string {
   return `# Training a real policy through edgeroll
 
 Written by \`npm run train:example\` (report.ts) from the ${all.length} runs kept in
-[examples/train/runs/](../examples/train/runs/): ${seeds.length} seeds, each an RL run and its
+[examples/train/runs/](../examples/train/runs/): ${seeds.length} seed${seeds.length === 1 ? "" : "s"}, each an RL run and its
 control, run on ${[...new Set(all.map((r) => r.date))].sort().join(", ")} at commit${new Set(all.map((r) => r.commit)).size > 1 ? "s" : ""} ${[...new Set(all.map((r) => r.commit))].join(", ")}.
 Machine: ${latest?.machine}. Everything ran on it: the Worker under \`wrangler dev\`, the
 simulator, the policy server and the trainer.
@@ -267,12 +270,20 @@ ${range(
 )} s and a step ${stepSeconds.toFixed(1)} s on average (the rollout of the step's
 groups, with the held-out groups beside them every ${p.evalEvery} steps, and the update). A control
 whose seed's warm-up was kept (\`.cache/train-warm-up/\`) reuses it and spends no time on it. The
-machine's 1-minute load average at the runs' starts and ends was ${range(
-    all.flatMap((r) => (r.load_average ? [r.load_average.start, r.load_average.end] : [])),
-    (x) => x.toFixed(1),
-  )}
+machine's 1-minute load average, by run: ${all
+    .map((r) => `${r.kind === "rl" ? "RL" : "control"} seed ${r.seed} ${loadLine(r)}`)
+    .join("; ")}
 (2 cores: above 2, other work shared the CPU and the seconds are longer than this plan's own).
 `;
+}
+
+/** A run's load average: sampled through the run, or only at its start and end. */
+function loadLine(run: TrainingRun): string {
+  const load = run.load_average;
+  if (load === undefined) return "not recorded";
+  if (load.mean === undefined || load.max === undefined)
+    return `${load.start.toFixed(1)} at the start and ${load.end.toFixed(1)} at the end (not sampled between)`;
+  return `mean ${load.mean.toFixed(1)}, at most ${load.max.toFixed(1)}`;
 }
 
 // `npx tsx examples/train/report.ts`: rewrites the document and the plot from the kept runs

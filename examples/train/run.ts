@@ -72,8 +72,13 @@ const plan: TrainingPlan = quick
     };
 
 const started = Date.now();
-/** The machine's 1-minute load average as the run starts (2 cores: above 2, work was shared). */
+/**
+ * The machine's 1-minute load average as the run starts, and every 15 s after (2 cores: above 2,
+ * other work shared the CPU). Its start and end alone can miss a busy middle.
+ */
 const loadAtStart = loadavg()[0] ?? 0;
+const loadSamples = [loadAtStart];
+setInterval(() => loadSamples.push(loadavg()[0] ?? 0), 15_000).unref();
 /** The code the run ran, read before it starts (a run takes minutes; the tree may move on). */
 const commit = spawnSync("git", ["describe", "--always", "--dirty"], {
   cwd: ROOT,
@@ -265,7 +270,12 @@ try {
     seed,
     plan,
     seconds: (Date.now() - started) / 1000,
-    load_average: { start: loadAtStart, end: loadavg()[0] ?? 0 },
+    load_average: {
+      start: loadAtStart,
+      end: loadavg()[0] ?? 0,
+      mean: loadSamples.reduce((a, b) => a + b, 0) / loadSamples.length,
+      max: Math.max(...loadSamples),
+    },
   };
   if (quick)
     say("quick run: figures printed only; `npm run train:example` writes docs/training-results.md");
