@@ -1,4 +1,5 @@
 /** Shared pieces of the reliability runs: a local stack, landing groups, checking transcripts. */
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -108,10 +109,34 @@ export function countBy<T>(items: readonly T[], key: (item: T) => string): Recor
   return out;
 }
 
-export function writeResult(name: string, data: unknown): string {
+const git = (...args: string[]) =>
+  spawnSync("git", args, { cwd: import.meta.dirname, encoding: "utf8" }).stdout?.trim() ?? "";
+
+/**
+ * The code a run ran, read as it starts (a run takes minutes; the tree may move on): the commit,
+ * `-dirty` when the code it runs differs from it. The results and the report are not code: one
+ * run's outputs must not make the next run's commit dirty. The report dates its tables by it.
+ */
+const RUN_COMMIT = `${git("rev-parse", "--short", "HEAD") || "unknown"}${
+  git(
+    "status",
+    "--porcelain",
+    "--untracked-files=no",
+    "--",
+    "src",
+    "fixtures",
+    "reliability",
+    ":!reliability/results",
+  ) === ""
+    ? ""
+    : "-dirty"
+}`;
+
+/** Writes a run's result, with the commit it ran. */
+export function writeResult(name: string, data: object): string {
   mkdirSync(RESULTS, { recursive: true });
   const file = join(RESULTS, `${name}.json`);
-  writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ ...data, commit: RUN_COMMIT }, null, 2)}\n`);
   return file;
 }
 

@@ -7,9 +7,19 @@ import type { CrashResult, EpisodeEnds, LoadResult } from "./verdicts";
 
 const FILE = resolve(import.meta.dirname, "../docs/reliability.md");
 
-function read<T>(name: string): T | null {
+function read<T>(name: string): (T & { commit?: string }) | null {
   const file = join(RESULTS, `${name}.json`);
-  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as T) : null;
+  return existsSync(file)
+    ? (JSON.parse(readFileSync(file, "utf8")) as T & { commit?: string })
+    : null;
+}
+
+/** "on <date> at commit <c>": the code a table's run ran (older results did not record it). */
+function ranOn(date: string, commits: readonly (string | undefined)[]): string {
+  const known = [...new Set(commits.filter((c) => c !== undefined))];
+  const at =
+    known.length === 0 ? "" : ` at commit${known.length > 1 ? "s" : ""} ${known.join(", ")}`;
+  return `on ${date.slice(0, 10)}${at}`;
 }
 
 /** A load or crash result in today's shape (with `problems`), or null: rerun it. */
@@ -113,6 +123,7 @@ export function renderReport(): void {
       ? null
       : {
           date: suites.map((s) => s.date).sort()[0] as string,
+          commits: suites.map((s) => s.commit),
           short: suites.some((s) => s.short),
           seconds: suites.reduce((a, s) => a + s.seconds, 0),
           rows: suites.flatMap((s) => s.rows),
@@ -135,7 +146,7 @@ export function renderReport(): void {
     "## Faults and bad input",
     "",
     faults
-      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} on ${faults.date.slice(0, 10)} in ${faults.seconds.toFixed(0)} s (generation deadlines of 10 s and a 2 s step timeout, so that deadline faults finish quickly).`
+      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} ${ranOn(faults.date, faults.commits)} in ${faults.seconds.toFixed(0)} s (generation deadlines of 10 s and a 2 s step timeout, so that deadline faults finish quickly).`
       : "Not run yet: `npm run reliability`.",
     "",
     faults ? table(faults.rows) : "",
@@ -144,7 +155,7 @@ export function renderReport(): void {
     "",
     crash
       ? [
-          `Produced by \`npm run test:crash${crash.short ? " -- --short" : ""}\` on ${crash.date.slice(0, 10)}: ${crash.groups} groups of ${crash.groupSize} episodes started through \`wrangler dev\`,`,
+          `Produced by \`npm run test:crash${crash.short ? " -- --short" : ""}\` ${ranOn(crash.date, [crash.commit])}: ${crash.groups} groups of ${crash.groupSize} episodes started through \`wrangler dev\`,`,
           `in ${crash.kills.length + 1} waves, one started shortly before each of ${crash.kills.length} SIGKILLs of the workerd process tree (restarted on the same`,
           `state directory after each) and the last after them; MAX_REDISPATCHES ${crash.maxRedispatches}, more than the kills, so no episode can run out of re-dispatches.`,
           "",
@@ -172,7 +183,7 @@ export function renderReport(): void {
     "",
     policy
       ? [
-          `Produced by \`npm run test:policy-crash${policy.short ? " -- --short" : ""}\` on ${policy.date.slice(0, 10)} in ${policy.seconds.toFixed(0)} s: the trainer's`,
+          `Produced by \`npm run test:policy-crash${policy.short ? " -- --short" : ""}\` ${ranOn(policy.date, [policy.commit])} in ${policy.seconds.toFixed(0)} s: the trainer's`,
           "policy calls (POST /v1/runs/:id/policy) while the workerd process tree is killed with SIGKILL and restarted",
           "on the same state directory (a 1 s heartbeat, 5 s generation deadlines).",
           "",
@@ -184,7 +195,7 @@ export function renderReport(): void {
     "",
     load
       ? [
-          `Produced by \`npm run test:load${load.short ? " -- --short" : ""}\` on ${load.date.slice(0, 10)}: ${load.groups} groups of ${load.groupSize} episodes started at once against the simulator`,
+          `Produced by \`npm run test:load${load.short ? " -- --short" : ""}\` ${ranOn(load.date, [load.commit])}: ${load.groups} groups of ${load.groupSize} episodes started at once against the simulator`,
           `(${load.latency.ttftMs} ms to first token, ${load.latency.msPerToken} ms per token, ${load.latency.msPerPromptToken} ms per prompt token), then leased and acked.`,
           "",
           "| figure | value |",
