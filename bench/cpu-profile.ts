@@ -7,7 +7,7 @@
 import pMap from "p-map";
 import { guessRequest } from "../reliability/harness";
 import { freePort } from "../src/cli/ports";
-import { connectWorker } from "./devtools";
+import { connectWorker, sourceLines } from "./devtools";
 import { waitForRun, withBenchStack } from "./stack";
 
 interface CallFrame {
@@ -66,19 +66,7 @@ await withBenchStack(
       entry.count++;
       self.set(where, entry);
     }
-    // The bundle's line numbers mean little; show each hot line's source next to it.
-    const sources = new Map<string, string[]>();
-    const lineOf = async (frame: CallFrame | undefined) => {
-      if (frame === undefined || frame.scriptId === "0" || frame.lineNumber < 0) return "";
-      if (!sources.has(frame.scriptId)) {
-        const { scriptSource } = await cdp.send<{ scriptSource: string }>(
-          "Debugger.getScriptSource",
-          { scriptId: frame.scriptId },
-        );
-        sources.set(frame.scriptId, (scriptSource ?? "").split("\n"));
-      }
-      return (sources.get(frame.scriptId)?.[frame.lineNumber] ?? "").trim().slice(0, 100);
-    };
+    const lineOf = sourceLines(cdp, 100);
     const total = profile.samples.length;
     for (const [where, { frame, count }] of [...self]
       .sort((a, b) => b[1].count - a[1].count)

@@ -51,3 +51,30 @@ export async function devtools(url: string): Promise<DevTools> {
     close: () => socket.close(),
   };
 }
+
+/** Where a profile's frame is: V8's ids, 0-based line. */
+export interface FrameLocation {
+  scriptId: string;
+  lineNumber: number;
+}
+
+/**
+ * A frame's source line, trimmed to `width`: the bundle's line numbers mean little alone. Each
+ * script's source is asked of the inspector once (it needs `Debugger.enable`).
+ */
+export function sourceLines(cdp: DevTools, width: number) {
+  const sources = new Map<string, string[]>();
+  return async (frame: FrameLocation | undefined): Promise<string> => {
+    if (frame === undefined || frame.scriptId === "0" || frame.lineNumber < 0) return "";
+    let lines = sources.get(frame.scriptId);
+    if (lines === undefined) {
+      const { scriptSource } = await cdp.send<{ scriptSource: string }>(
+        "Debugger.getScriptSource",
+        { scriptId: frame.scriptId },
+      );
+      lines = (scriptSource ?? "").split("\n");
+      sources.set(frame.scriptId, lines);
+    }
+    return (lines[frame.lineNumber] ?? "").trim().slice(0, width);
+  };
+}

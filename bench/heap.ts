@@ -8,7 +8,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { freePort } from "../src/cli/ports";
-import { connectWorker, type DevTools } from "./devtools";
+import { connectWorker, type DevTools, sourceLines } from "./devtools";
 import { measureFloorPoint, rssNowMb, withFloorStack } from "./floor-point";
 import { measureIdeal } from "./ideal";
 import { processesOf } from "./proc";
@@ -133,19 +133,7 @@ async function allocationsOver(cdp: DevTools, point: Promise<unknown>) {
     for (const child of node.children) walk(child);
   };
   walk(profile.head);
-  // The bundle's line numbers mean little; show each site's source line beside it.
-  const sources = new Map<string, string[]>();
-  const lineOf = async (f: SamplingNode["callFrame"]) => {
-    if (f.scriptId === "0" || f.lineNumber < 0) return "";
-    if (!sources.has(f.scriptId)) {
-      const { scriptSource } = await cdp.send<{ scriptSource: string }>(
-        "Debugger.getScriptSource",
-        { scriptId: f.scriptId },
-      );
-      sources.set(f.scriptId, (scriptSource ?? "").split("\n"));
-    }
-    return (sources.get(f.scriptId)?.[f.lineNumber] ?? "").trim().slice(0, 90);
-  };
+  const lineOf = sourceLines(cdp, 90);
   const top = [...bySite].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 40);
   return {
     side,
