@@ -1,5 +1,4 @@
 /** Routes trainers use: lease a batch of scored groups, then ack it or release it. */
-import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { configFrom } from "../config";
 import { readBatchGroups } from "../trainer/batch-format";
@@ -14,7 +13,8 @@ import {
 } from "../trainer/leases";
 import { ackView, batchView, releaseView } from "../views/responses";
 import type { AuthVariables } from "./auth";
-import { ApiError, invalidRequest } from "./errors";
+import { ApiError } from "./errors";
+import { validated } from "./validated";
 
 /** What a settlement means for the caller: done now, done before, or refused with a 4xx. */
 function settled(batchId: string, settlement: Settlement, verb: SettledState) {
@@ -41,34 +41,28 @@ function settled(batchId: string, settlement: Settlement, verb: SettledState) {
 }
 
 export const batchRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
-  .post(
-    "/batches/lease",
-    zValidator("json", LeaseRequestSchema, (result) => {
-      if (!result.success) throw invalidRequest(result.error);
-    }),
-    async (c) => {
-      const request = c.req.valid("json");
-      const claim = await claimGroups(
-        c.env.DB,
-        request,
-        configFrom(c.env).MAX_DELIVERIES,
-        c.get("principal"),
-      );
-      if (claim.groupIds.length === 0) return c.json(batchView(null, []));
-      let groups: Awaited<ReturnType<typeof readBatchGroups>>;
-      try {
-        groups = await readBatchGroups(c.env.DB, claim.groupIds, request.include, {
-          bucket: c.env.TOKENS,
-          encoding: request.token_encoding,
-        });
-      } catch (error) {
-        // The trainer never saw these groups: they go back at once, their delivery uncounted.
-        await unclaim(c.env.DB, claim.batchId);
-        throw error;
-      }
-      return c.json(batchView(claim, groups));
-    },
-  )
+  .post("/batches/lease", validated("json", LeaseRequestSchema), async (c) => {
+    const request = c.req.valid("json");
+    const claim = await claimGroups(
+      c.env.DB,
+      request,
+      configFrom(c.env).MAX_DELIVERIES,
+      c.get("principal"),
+    );
+    if (claim.groupIds.length === 0) return c.json(batchView(null, []));
+    let groups: Awaited<ReturnType<typeof readBatchGroups>>;
+    try {
+      groups = await readBatchGroups(c.env.DB, claim.groupIds, request.include, {
+        bucket: c.env.TOKENS,
+        encoding: request.token_encoding,
+      });
+    } catch (error) {
+      // The trainer never saw these groups: they go back at once, their delivery uncounted.
+      await unclaim(c.env.DB, claim.batchId);
+      throw error;
+    }
+    return c.json(batchView(claim, groups));
+  })
   .post("/batches/:id/ack", async (c) => {
     const id = c.req.param("id");
     const settlement = await ackBatch(c.env.DB, id, c.get("principal"));

@@ -3,7 +3,6 @@
  * and, for a remote one, where it is served; and a dataset's examples checked against one
  * before a job starts any group of it.
  */
-import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { z } from "zod";
 import { environmentsOf } from "../env-workers/environments";
@@ -19,8 +18,9 @@ import {
   environmentView,
   validationView,
 } from "../views/responses";
-import { ApiError, invalidRequest } from "./errors";
+import { ApiError } from "./errors";
 import { acceptExample, unknownEnvironment } from "./example-check";
+import { validated } from "./validated";
 
 /** Examples per call: each may cost a remote environment a `/start`, and a Worker a subrequest. */
 export const MAX_VALIDATE_EXAMPLES = 40;
@@ -86,32 +86,26 @@ export const environmentRoutes = new Hono<{ Bindings: Env }>()
     const target = isRemoteEnvironment(name, remote) ? remote.targets.get(name) : undefined;
     return c.json(environmentView(name, target?.baseUrl ?? null));
   })
-  .post(
-    "/environments/:name/validate",
-    zValidator("json", ValidateRequestSchema, (result) => {
-      if (!result.success) throw invalidRequest(result.error);
-    }),
-    async (c) => {
-      const name = c.req.param("name");
-      const { examples, prompt_text } = c.req.valid("json");
-      const remote = environmentsOf(c.env);
-      if (!isRegisteredEnvironment(name, remote))
-        throw new ApiError(404, "not_found", unknownEnvironment(name, remote));
-      const verdicts: (ExampleVerdict | null)[] = new Array(examples.length).fill(null);
-      let next = 0;
-      const worker = async () => {
-        while (next < examples.length) {
-          const index = next++;
-          verdicts[index] = await verdict(name, examples[index], index, prompt_text, remote);
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(CONCURRENCY, examples.length) }, worker));
-      return c.json(
-        validationView(
-          name,
-          examples.length,
-          verdicts.filter((v) => v !== null),
-        ),
-      );
-    },
-  );
+  .post("/environments/:name/validate", validated("json", ValidateRequestSchema), async (c) => {
+    const name = c.req.param("name");
+    const { examples, prompt_text } = c.req.valid("json");
+    const remote = environmentsOf(c.env);
+    if (!isRegisteredEnvironment(name, remote))
+      throw new ApiError(404, "not_found", unknownEnvironment(name, remote));
+    const verdicts: (ExampleVerdict | null)[] = new Array(examples.length).fill(null);
+    let next = 0;
+    const worker = async () => {
+      while (next < examples.length) {
+        const index = next++;
+        verdicts[index] = await verdict(name, examples[index], index, prompt_text, remote);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, examples.length) }, worker));
+    return c.json(
+      validationView(
+        name,
+        examples.length,
+        verdicts.filter((v) => v !== null),
+      ),
+    );
+  });

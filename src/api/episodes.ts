@@ -1,5 +1,4 @@
 /** Routes for landed episodes: one by id, or pages of them for export and analysis. */
-import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { z } from "zod";
 import { findEpisode, groupTokenObjects, listEpisodes } from "../db/queries";
@@ -9,7 +8,8 @@ import { INCLUDE } from "../trainer/lease-request";
 import { readTokenObjects } from "../trainer/token-samples";
 import { episodeView } from "../views/episode-view";
 import { episodeListItemView, episodePageView } from "../views/responses";
-import { ApiError, invalidRequest } from "./errors";
+import { ApiError } from "./errors";
+import { validated } from "./validated";
 
 const ListQuerySchema = z.strictObject({
   run_id: z.string().min(1).optional(),
@@ -39,41 +39,35 @@ function decodeCursor(cursor: string | undefined): { finishedAt: string; id: str
 }
 
 export const episodeRoutes = new Hono<{ Bindings: Env }>()
-  .get(
-    "/episodes",
-    zValidator("query", ListQuerySchema, (result) => {
-      if (!result.success) throw invalidRequest(result.error);
-    }),
-    async (c) => {
-      const query = c.req.valid("query");
-      const page = await listEpisodes(
-        c.env.DB,
-        { runId: query.run_id, env: query.env, status: query.status, success: query.success },
-        decodeCursor(query.cursor),
-        query.limit,
-      );
-      const last = page.episodes.at(-1);
-      const turns = query.include.includes("tokens")
-        ? await readTokenObjects(
-            c.env.TOKENS,
-            await groupTokenObjects(c.env.DB, [...new Set(page.episodes.map((e) => e.groupId))]),
-          )
+  .get("/episodes", validated("query", ListQuerySchema), async (c) => {
+    const query = c.req.valid("query");
+    const page = await listEpisodes(
+      c.env.DB,
+      { runId: query.run_id, env: query.env, status: query.status, success: query.success },
+      decodeCursor(query.cursor),
+      query.limit,
+    );
+    const last = page.episodes.at(-1);
+    const turns = query.include.includes("tokens")
+      ? await readTokenObjects(
+          c.env.TOKENS,
+          await groupTokenObjects(c.env.DB, [...new Set(page.episodes.map((e) => e.groupId))]),
+        )
+      : null;
+    const episodes = page.episodes.map((e) =>
+      episodeListItemView(
+        e,
+        page.transcripts.get(e.id) ?? [],
+        query.include,
+        turns && { group: turns.get(e.groupId), encoding: query.token_encoding },
+      ),
+    );
+    const next =
+      last && page.episodes.length === query.limit
+        ? btoa(JSON.stringify([last.finishedAt, last.id]))
         : null;
-      const episodes = page.episodes.map((e) =>
-        episodeListItemView(
-          e,
-          page.transcripts.get(e.id) ?? [],
-          query.include,
-          turns && { group: turns.get(e.groupId), encoding: query.token_encoding },
-        ),
-      );
-      const next =
-        last && page.episodes.length === query.limit
-          ? btoa(JSON.stringify([last.finishedAt, last.id]))
-          : null;
-      return c.json(episodePageView(episodes, next));
-    },
-  )
+    return c.json(episodePageView(episodes, next));
+  })
   .get("/episodes/:id", async (c) => {
     const id = c.req.param("id");
     const found = await findEpisode(c.env.DB, id);

@@ -1,5 +1,4 @@
 /** Routes for rollout groups and their episodes. */
-import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { configFrom } from "../config";
 import { readRunPolicy } from "../db/run-policies";
@@ -19,8 +18,9 @@ import {
 import type { ToolDefinition } from "../sdk";
 import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
-import { ApiError, invalidRequest } from "./errors";
+import { ApiError } from "./errors";
 import { acceptExample, checkEnvironmentName } from "./example-check";
+import { validated } from "./validated";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -90,45 +90,39 @@ async function openExample(request: StartGroupRequest, remote: RemoteEnvironment
 }
 
 export const groupRoutes = new Hono<{ Bindings: Env }>()
-  .post(
-    "/groups",
-    zValidator("json", StartGroupRequestSchema, (result) => {
-      if (!result.success) throw invalidRequest(result.error);
-    }),
-    async (c) => {
-      const asked = c.req.valid("json");
-      const key = c.req.header("idempotency-key") ?? null;
-      if (key !== null && !IDEMPOTENCY_KEY.test(key)) {
-        throw new ApiError(
-          400,
-          "invalid_request",
-          "Idempotency-Key: 1 to 255 printable ASCII characters",
-        );
-      }
-      const { request, policy } = await withRunPolicy(c.env.DB, asked);
-      const remote = environmentsOf(c.env);
-      checkEnvironmentName(request.env, remote);
-      await openExample(request, remote);
-      if (request.teacher !== undefined) {
-        const check = await checkSharedTokenizer(
-          configFrom(c.env),
-          request.sampling.model,
-          request.teacher.model,
-        );
-        if (!check.ok) throw tokenizerRefusal(check);
-      }
-      const spec = await newGroupSpec(request, key, asked);
-      const started = await rolloutGroup(c.env, spec.groupId).start(spec, policy);
-      if (started.outcome === "conflict") {
-        throw new ApiError(
-          409,
-          "idempotency_conflict",
-          "Idempotency-Key was already used with a different request body",
-        );
-      }
-      return c.json(startedGroupView(spec.groupId, started.outcome === "created"), 202);
-    },
-  )
+  .post("/groups", validated("json", StartGroupRequestSchema), async (c) => {
+    const asked = c.req.valid("json");
+    const key = c.req.header("idempotency-key") ?? null;
+    if (key !== null && !IDEMPOTENCY_KEY.test(key)) {
+      throw new ApiError(
+        400,
+        "invalid_request",
+        "Idempotency-Key: 1 to 255 printable ASCII characters",
+      );
+    }
+    const { request, policy } = await withRunPolicy(c.env.DB, asked);
+    const remote = environmentsOf(c.env);
+    checkEnvironmentName(request.env, remote);
+    await openExample(request, remote);
+    if (request.teacher !== undefined) {
+      const check = await checkSharedTokenizer(
+        configFrom(c.env),
+        request.sampling.model,
+        request.teacher.model,
+      );
+      if (!check.ok) throw tokenizerRefusal(check);
+    }
+    const spec = await newGroupSpec(request, key, asked);
+    const started = await rolloutGroup(c.env, spec.groupId).start(spec, policy);
+    if (started.outcome === "conflict") {
+      throw new ApiError(
+        409,
+        "idempotency_conflict",
+        "Idempotency-Key was already used with a different request body",
+      );
+    }
+    return c.json(startedGroupView(spec.groupId, started.outcome === "created"), 202);
+  })
   .get("/groups/:id", async (c) => {
     const id = c.req.param("id");
     const group = await findGroupView(c.env, id);

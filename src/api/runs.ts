@@ -1,5 +1,4 @@
 /** A run's progress at a glance, and its policy: what the trainer says it is training now. */
-import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { runPacing, runProgress } from "../db/queries";
 import { readRunPolicy, setRunPolicy } from "../db/run-policies";
@@ -10,7 +9,8 @@ import { rolloutGroup } from "../rollout/bindings";
 import { policySetView, policyView } from "../views/policy-view";
 import { runProgressView } from "../views/responses";
 import type { AuthVariables } from "./auth";
-import { ApiError, invalidRequest } from "./errors";
+import { ApiError } from "./errors";
+import { validated } from "./validated";
 
 export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .get("/runs/:id", async (c) => {
@@ -40,30 +40,24 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
       );
     return c.json(policyView(policy));
   })
-  .post(
-    "/runs/:id/policy",
-    zValidator("json", PolicyRequestSchema, (result) => {
-      if (!result.success) throw invalidRequest(result.error);
-    }),
-    async (c) => {
-      const id = c.req.param("id");
-      const body = c.req.valid("json");
-      const set = await setRunPolicy(
-        c.env.DB,
-        id,
-        { version: body.version, maxLag: body.max_lag, paused: body.paused },
-        c.get("principal"),
+  .post("/runs/:id/policy", validated("json", PolicyRequestSchema), async (c) => {
+    const id = c.req.param("id");
+    const body = c.req.valid("json");
+    const set = await setRunPolicy(
+      c.env.DB,
+      id,
+      { version: body.version, maxLag: body.max_lag, paused: body.paused },
+      c.get("principal"),
+    );
+    if (!set.ok)
+      throw new ApiError(
+        409,
+        "policy_version_regressed",
+        `version: run "${id}" is at policy version ${set.current.version}; a run's version only moves forward (start a new run to train from an older checkpoint)`,
       );
-      if (!set.ok)
-        throw new ApiError(
-          409,
-          "policy_version_regressed",
-          `version: run "${id}" is at policy version ${set.current.version}; a run's version only moves forward (start a new run to train from an older checkpoint)`,
-        );
-      const known = knownPolicy(set.policy);
-      const pushed = await pushToRunningGroups(c.env.DB, id, (groupId) =>
-        rolloutGroup(c.env, groupId).policyChanged(known),
-      );
-      return c.json(policySetView(set.policy, pushed));
-    },
-  );
+    const known = knownPolicy(set.policy);
+    const pushed = await pushToRunningGroups(c.env.DB, id, (groupId) =>
+      rolloutGroup(c.env, groupId).policyChanged(known),
+    );
+    return c.json(policySetView(set.policy, pushed));
+  });
