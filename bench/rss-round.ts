@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/rss-round.ts [rounds]`: only the memory figure of `npm run bench` (the
+ * `npm run bench:rss [-- rounds]`: only the memory figure of `npm run bench` (the
  * pipeline's peak workerd RSS over the floor's, C = 8 to 1,024 in fresh processes), for
  * iterating on memory without the full bench's other parts.
  */
