@@ -1,14 +1,15 @@
 /**
  * The floor Worker (bench/floor/) on a stack of its own: a Worker that makes only the platform
  * calls of an edgeroll turn (a streamed fetch, a step on an RpcTarget session, the same
- * statements in shared write turns) and none of edgeroll's own work. Measured point by point as
+ * statements in shared write turns, a landing's R2 put and D1 batch) and none of edgeroll's own
+ * work. Measured point by point as
  * bench/ideal.ts measures the pipeline: the same simulator with 1 s generations, the same
  * steady-state window, the host's view of the time between turns, workerd's memory and CPU.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startWorker, stopProcessGroup } from "../src/cli/local-stack";
+import { applyMigrations, startWorker, stopProcessGroup } from "../src/cli/local-stack";
 import { freePort } from "../src/cli/ports";
 import { type Simulator, startSimulator } from "../src/sim/server";
 import { type IdealPoint, LATENCY_MS, MODEL, SIZE, steadyTurnsPerS } from "./ideal";
@@ -34,6 +35,8 @@ export async function withFloorStack<T>(
   const state = mkdtempSync(join(tmpdir(), "edgeroll-floor-"));
   const port = await freePort();
   try {
+    // The floor lands into edgeroll's D1 schema, as the pipeline does.
+    applyMigrations(state);
     // Started as edgeroll's local stack starts its Worker, local traces off included.
     const worker = await startWorker({
       persistTo: state,
@@ -58,6 +61,8 @@ export async function measureFloorPoint(
   floor: FloorStack,
   concurrency: number,
   turns: number,
+  /** Distinct statements each object runs once more (bench:heap's `--statements`). */
+  statements = 0,
 ): Promise<IdealPoint> {
   await fetch(new URL("/sim/stats/reset", floor.simulator.url), { method: "POST" });
   const requests = () => floor.simulator.stats().byModel[MODEL]?.requests ?? 0;
@@ -68,7 +73,7 @@ export async function measureFloorPoint(
   const sampler = setInterval(() => samples.push([Date.now(), requests() - before]), 250);
   const started = Date.now();
   const response = await fetch(
-    `http://127.0.0.1:${floor.port}/?groups=${concurrency / SIZE}&turns=${turns}&model=${encodeURIComponent(MODEL)}`,
+    `http://127.0.0.1:${floor.port}/?groups=${concurrency / SIZE}&turns=${turns}&model=${encodeURIComponent(MODEL)}&statements=${statements}`,
   );
   if (!response.ok) throw new Error(`the floor run failed: ${await response.text()}`);
   clearInterval(sampler);

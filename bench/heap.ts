@@ -23,6 +23,9 @@ const allocations = process.argv.includes("--allocations");
  * and its ArrayBuffer backing stores, to tell the phases apart (turns, then scoring and landing).
  */
 const series = process.argv.includes("--series");
+/** `--statements N`: the floor's objects each run N distinct statements more (floor-point.ts). */
+const statementsAt = process.argv.indexOf("--statements");
+const statements = statementsAt > 0 ? Number(process.argv[statementsAt + 1]) : 0;
 const TURNS = 12;
 
 interface Snapshot {
@@ -198,9 +201,11 @@ if (series) {
     : withFloorStack(
         async (floor) => {
           const cdp = await connectWorker(inspectorPort);
-          return seriesOver(floor.pgid, cdp, measureFloorPoint(floor, concurrency, TURNS)).finally(
-            () => cdp.close(),
-          );
+          return seriesOver(
+            floor.pgid,
+            cdp,
+            measureFloorPoint(floor, concurrency, TURNS, statements),
+          ).finally(() => cdp.close());
         },
         { inspectorPort },
       ));
@@ -222,9 +227,10 @@ if (allocations) {
     : withFloorStack(
         async (floor) => {
           const cdp = await connectWorker(inspectorPort);
-          return allocationsOver(cdp, measureFloorPoint(floor, concurrency, TURNS)).finally(() =>
-            cdp.close(),
-          );
+          return allocationsOver(
+            cdp,
+            measureFloorPoint(floor, concurrency, TURNS, statements),
+          ).finally(() => cdp.close());
         },
         { inspectorPort },
       ));
@@ -246,7 +252,7 @@ const found =
     : await withFloorStack(
         async (floor) => {
           const cdp = await connectWorker(inspectorPort);
-          const point = measureFloorPoint(floor, concurrency, TURNS);
+          const point = measureFloorPoint(floor, concurrency, TURNS, statements);
           return atPeak(floor.pgid, cdp, point).finally(() => cdp.close());
         },
         { inspectorPort },

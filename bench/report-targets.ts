@@ -27,5 +27,9 @@ export function memoryAndTail(r: Results): string {
           : "**Not met**, outright or against the floor."
     }`,
   ];
+  if (!rssMet)
+    lines.push(
+      "- **Where the memory over the floor goes** (the tools: `npm run bench:heap -- pipeline|floor 1024 --series` for workerd's RSS beside V8's heap every 500 ms of a point; without `--series`, a heap snapshot at its height). The pipeline's resident set grows over the turns faster than the floor's, and jumps again while its 128 groups score and land at once. V8's own heap is the smaller part of the difference; most of it is native: per object, workerd keeps every distinct SQL statement it has run prepared (a cache of up to 1 MB of SQL text per object), and the group object's storage (src/rollout/storage/) has about 60 statements (its migrations, its tables' reads and writes) where the floor's object has about 10; `--statements 60` makes each floor object run 60 more to measure what that costs. Fewer distinct statements per object is the next step.",
+    );
   return lines.join("\n");
 }

@@ -9,13 +9,14 @@
  * the floor imports nothing of edgeroll, so none of its work can hide in here.
  */
 import { DurableObject, RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
+import { type LandingEnv, type LandingEpisode, landGroup, registerGroup } from "./landing";
 
 interface Message {
   role: string;
   content: string;
 }
 
-interface FloorEnv {
+interface FloorEnv extends LandingEnv {
   GROUP: DurableObjectNamespace<FloorGroup>;
   STEPPER: Service<FloorStepper>;
   /** Set by the local stack's `startWorker`, as for edgeroll's Worker. */
@@ -49,7 +50,35 @@ CREATE TABLE IF NOT EXISTS messages (idx INTEGER NOT NULL, seq INTEGER NOT NULL,
 CREATE TABLE IF NOT EXISTS steps (idx INTEGER NOT NULL, turn INTEGER NOT NULL,
   metadata TEXT NOT NULL, PRIMARY KEY (idx, turn));
 CREATE TABLE IF NOT EXISTS generations (idx INTEGER PRIMARY KEY, state TEXT NOT NULL,
-  sent_at INTEGER, deadline_at INTEGER);`;
+  sent_at INTEGER, deadline_at INTEGER);
+CREATE TABLE IF NOT EXISTS turn_tokens (idx INTEGER NOT NULL, turn INTEGER NOT NULL,
+  prompt_length INTEGER NOT NULL, prefix_length INTEGER NOT NULL,
+  completion_length INTEGER NOT NULL, prompt_tail BLOB NOT NULL, completion BLOB NOT NULL,
+  logprobs BLOB NOT NULL, spilled INTEGER NOT NULL DEFAULT 0, consistent INTEGER NOT NULL,
+  model TEXT, temperature REAL NOT NULL, top_p REAL NOT NULL, PRIMARY KEY (idx, turn));`;
+
+/** What a streamed completion carried: its text, and the token fields edgeroll keeps. */
+interface Completion {
+  content: string;
+  promptIds: number[];
+  ids: number[];
+  logprobs: number[];
+}
+
+function parseStream(body: string): Completion {
+  const out: Completion = { content: "", promptIds: [], ids: [], logprobs: [] };
+  for (const line of body.split("\n")) {
+    if (!line.startsWith("data: {")) continue;
+    const choice = JSON.parse(line.slice(6)).choices?.[0];
+    out.content += choice?.delta?.content ?? "";
+    if (choice?.prompt_token_ids) out.promptIds = choice.prompt_token_ids;
+    out.ids.push(...(choice?.token_ids ?? []));
+    for (const t of choice?.logprobs?.content ?? []) out.logprobs.push(t.logprob);
+  }
+  return out;
+}
+
+const bytes = (view: Int32Array | Float32Array) => new Uint8Array(view.buffer);
 
 export class FloorGroup extends DurableObject<FloorEnv> {
   private readonly sql = this.ctx.storage.sql;
@@ -102,13 +131,94 @@ export class FloorGroup extends DurableObject<FloorEnv> {
     }
   }
 
-  /** Plays the group's episodes to the end, then deletes its storage as a landed group does. */
-  async play(turns: number, url: string, model: string): Promise<void> {
+  /**
+   * Plays the group's episodes to the end, lands them, then deletes its storage as a landed
+   * group does.
+   */
+  async play(
+    run: string,
+    groupId: string,
+    turns: number,
+    url: string,
+    model: string,
+    statements: number,
+  ) {
+    await registerGroup(this.env, run, groupId, turns);
     this.sql.exec(SCHEMA);
+    this.runDistinctStatements(statements);
+    const started = Date.now();
     await Promise.all(
       Array.from({ length: GROUP_SIZE }, (_, idx) => this.episode(idx, turns, url, model)),
     );
+    await landGroup(this.env, run, groupId, this.episodesKept(started), this.tokensKept());
     await this.ctx.storage.deleteAll();
+  }
+
+  /**
+   * `statements` distinct queries run once each (0 in every published figure): workerd keeps
+   * every distinct statement an object runs prepared, in a cache of its own (up to 1 MB of SQL
+   * text), so this measures what each one an object uses costs its memory
+   * (`npm run bench:heap -- floor 1024 --series --statements 60`).
+   */
+  private runDistinctStatements(count: number) {
+    for (let k = 0; k < count; k++)
+      this.sql.exec(
+        `SELECT m.idx, m.seq, m.message, e.state FROM messages m JOIN episodes e ON e.idx = m.idx
+         WHERE m.idx = ? AND m.seq > ? AND e.state != 'statement ${k}' ORDER BY m.seq`,
+        0,
+        0,
+      );
+  }
+
+  private episodesKept(startedAt: number): LandingEpisode[] {
+    const messages = [...this.sql.exec("SELECT * FROM messages ORDER BY idx, seq")];
+    return [...this.sql.exec("SELECT * FROM episodes ORDER BY idx")].map((e) => ({
+      idx: Number(e.idx),
+      turns: Number(e.turns),
+      responseText: String(e.response_text),
+      startedAt,
+      messages: messages
+        .filter((m) => m.idx === e.idx)
+        .map((m) => ({
+          seq: Number(m.seq),
+          turn: Number(m.turn),
+          sampled: m.sampled === 1,
+          message: String(m.message),
+        })),
+    }));
+  }
+
+  /** Every turn's token arrays, one after another: the group's token object. */
+  private tokensKept(): Uint8Array {
+    const parts = [...this.sql.exec("SELECT * FROM turn_tokens ORDER BY idx, turn")].flatMap((r) =>
+      [r.prompt_tail, r.completion, r.logprobs].map((b) => new Uint8Array(b as ArrayBuffer)),
+    );
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const part of parts) {
+      out.set(part, at);
+      at += part.length;
+    }
+    return out;
+  }
+
+  /** A turn's token row, its prompt kept only past what the previous turn left. */
+  private recordTokens(idx: number, turn: number, done: number, completion: Completion) {
+    const tail = completion.promptIds.slice(done);
+    this.sql.exec(
+      `INSERT INTO turn_tokens (idx, turn, prompt_length, prefix_length, completion_length,
+         prompt_tail, completion, logprobs, spilled, consistent, model, temperature, top_p)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, 1, 1)`,
+      idx,
+      turn,
+      completion.promptIds.length,
+      Math.min(done, completion.promptIds.length),
+      completion.ids.length,
+      bytes(Int32Array.from(tail)),
+      bytes(Int32Array.from(completion.ids)),
+      bytes(Float32Array.from(completion.logprobs)),
+      "sim",
+    );
   }
 
   private async episode(idx: number, turns: number, url: string, model: string): Promise<void> {
@@ -116,6 +226,7 @@ export class FloorGroup extends DurableObject<FloorEnv> {
     const transcript: Message[] = [{ role: "user", content: "Go." }];
     this.sql.exec("INSERT INTO episodes VALUES (?, 'generating', 0, '')", idx);
     this.append(idx, 0, 0, transcript[0] as Message, false);
+    let tokensDone = 0;
     for (let turn = 0; turn < turns; turn++) {
       const now = Date.now();
       this.sql.exec(
@@ -147,15 +258,13 @@ export class FloorGroup extends DurableObject<FloorEnv> {
         deadline.signal,
       );
       clearTimeout(timer);
-      let content = "";
-      for (const line of body.split("\n")) {
-        if (line.startsWith("data: {"))
-          content += JSON.parse(line.slice(6)).choices?.[0]?.delta?.content ?? "";
-      }
+      const completion = parseStream(body);
+      const { content } = completion;
       const action = { role: "assistant", content };
       await this.writeTurn();
       this.ctx.storage.transactionSync(() => {
         this.append(idx, transcript.length, turn, action, true);
+        this.recordTokens(idx, turn, tokensDone, completion);
         this.sql.exec("DELETE FROM generations WHERE idx = ?", idx);
         this.sql.exec(
           "UPDATE episodes SET state = 'stepping', turns = ? WHERE idx = ?",
@@ -164,6 +273,7 @@ export class FloorGroup extends DurableObject<FloorEnv> {
         );
       });
       transcript.push(action);
+      tokensDone = completion.promptIds.length + completion.ids.length;
       const step = await session.step(transcript);
       await this.writeTurn();
       this.ctx.storage.transactionSync(() => {
@@ -186,7 +296,10 @@ export class FloorGroup extends DurableObject<FloorEnv> {
 }
 
 export default {
-  /** `/?groups=G&turns=T&model=M`: plays G groups of 8 to the end (none: a health check). */
+  /**
+   * `/?groups=G&turns=T&model=M[&statements=N]`: plays G groups of 8 to the end (none: a health
+   * check).
+   */
   async fetch(request: Request, env: FloorEnv): Promise<Response> {
     const query = new URL(request.url).searchParams;
     const groups = Number(query.get("groups") ?? "0");
@@ -194,9 +307,12 @@ export default {
     await Promise.all(
       Array.from({ length: groups }, (_, i) =>
         env.GROUP.get(env.GROUP.idFromName(`${run}-${i}`)).play(
+          run,
+          `${run}-${i}`,
           Number(query.get("turns") ?? "12"),
           `${env.INFERENCE_BASE_URL}/chat/completions`,
           query.get("model") ?? "sim",
+          Number(query.get("statements") ?? "0"),
         ),
       ),
     );
