@@ -1,6 +1,7 @@
 """Probes a training plan offline, in one process, before spending a real run on it.
 
     python3 examples/train/plan_probe.py curve --lrs 1e-4,3e-4 --steps 12 [--optimizer sgd] [--lr-warm-up 48]
+    python3 examples/train/plan_probe.py curve --lrs 1e-2 --steps 16 --trainable transformer.ln_f
     python3 examples/train/plan_probe.py curvature [--steps 0.01,0.03] [--positive-only]
 
 The same tiny policy, warm-up and clipped policy-gradient update as train.py, on mental-math
@@ -166,7 +167,8 @@ def curve(args) -> None:
     warm = copy.deepcopy(model.state_dict())
     for lr in [float(x) for x in args.lrs.split(",")]:
         model.load_state_dict(warm)
-        optimizer = (torch.optim.SGD if args.optimizer == "sgd" else torch.optim.AdamW)(model.parameters(), lr=lr)
+        trained = trainer.trainable(model, args.trainable)
+        optimizer = (torch.optim.SGD if args.optimizer == "sgd" else torch.optim.AdamW)(trained, lr=lr)
         ramp = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda k: min(1.0, (k + 1) / args.lr_warm_up) if args.lr_warm_up else 1.0)
         generator = torch.Generator().manual_seed(args.seed * 1000)
@@ -235,6 +237,7 @@ def main() -> None:
     c.add_argument("--lrs", default="1e-4")
     c.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
     c.add_argument("--lr-warm-up", type=int, default=0, help="optimizer steps of a linear ramp")
+    c.add_argument("--trainable", default="all", help="as train.py's: `all` or parameter-name prefixes")
     c.add_argument("--steps", type=int, default=12)
     c.add_argument("--epochs", type=int, default=3)
     c.add_argument("--minibatches", type=int, default=2)

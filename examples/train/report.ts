@@ -23,6 +23,8 @@ export interface TrainingPlan {
   epochs: number;
   minibatches: number;
   lr: number;
+  /** The parameters the RL step trains (train.py's `--trainable`); runs before it trained all. */
+  trainable?: string;
   evalEvery: number;
   evalExamples: number;
   evalGroupSize: number;
@@ -53,6 +55,8 @@ export interface TrainingRun {
   warm_up_seconds: number;
   warm_up_sha256: string;
   final_sha256: string;
+  /** How many parameters the RL step trained (runs before `--trainable` did not say). */
+  trained_parameters?: number;
   seconds: number;
   /**
    * The machine's 1-minute load average as the run started and ended, and its mean and largest
@@ -218,7 +222,7 @@ simulator's successful episodes on the ${drills} training drills (\`edgeroll exp
 trained by GRPO for ${p.steps} steps on edgeroll's token-exact samples: each step starts ${p.groups}
 groups of ${p.groupSize} episodes of the training drills, leases them with \`include: ["tokens"]\`,
 checks the logprobs it recomputes against the served ones, takes ${p.epochs} PPO-style passes of
-${p.minibatches} clipped policy-gradient steps (Adam, lr ${seeds[0]?.rl.plan.lr ?? p.lr}), pushes the weights to
+${p.minibatches} clipped policy-gradient steps (Adam, lr ${seeds[0]?.rl.plan.lr ?? p.lr}) on ${trainedWhat(p, seeds[0]?.rl)}, pushes the weights to
 the server and acks. **The control** is the same run from the same warm-up at learning rate 0.
 
 **The held-out evaluation.** Every ${p.evalEvery} steps (policy versions ${versions.join(", ")}), the
@@ -275,6 +279,16 @@ machine's 1-minute load average, by run: ${all
     .join("; ")}
 (2 cores: above 2, other work shared the CPU and the seconds are longer than this plan's own).
 `;
+}
+
+/** What the plan's RL step trains, in words, with the count of parameters the run reported. */
+function trainedWhat(plan: TrainingPlan, run: TrainingRun | undefined): string {
+  const count = run?.trained_parameters;
+  const of = count === undefined ? "" : ` (${count.toLocaleString("en-US")} parameters)`;
+  if (plan.trainable === undefined || plan.trainable === "all") return `every weight${of}`;
+  if (plan.trainable === "transformer.ln_f")
+    return `the final layer norm alone${of}, every other weight frozen after the warm-up`;
+  return `the parameters named \`${plan.trainable}\`${of}`;
 }
 
 /** A run's load average: sampled through the run, or only at its start and end. */

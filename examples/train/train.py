@@ -174,6 +174,20 @@ def grpo_update(model, optimizer, samples: list[dict], epochs: int, minibatches:
     return loss
 
 
+def trainable(model, names: str) -> list:
+    """The parameters the RL step trains: `all`, or those whose names start with one of the
+    comma-separated prefixes (`transformer.ln_f`: the final layer norm alone). The rest are
+    frozen, so the policy gradient's noise in them cannot move the policy."""
+    prefixes = [n for n in names.split(",") if n]
+    chosen = [p for n, p in model.named_parameters()
+              if names == "all" or any(n.startswith(prefix) for prefix in prefixes)]
+    if not chosen:
+        raise SystemExit(f"--trainable {names!r} names no parameter of the model")
+    for p in model.parameters():
+        p.requires_grad_(any(p is q for q in chosen))
+    return chosen
+
+
 def examples_from(dataset: Path) -> list[dict]:
     return [json.loads(line) for line in dataset.read_text().splitlines() if line.strip()]
 
@@ -268,7 +282,10 @@ def train(args) -> int:
     post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": 0})
 
     client = EdgerollClient(args.url)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    trained = trainable(model, args.trainable)
+    results["trainable"] = args.trainable
+    results["trained_parameters"] = sum(p.numel() for p in trained)
+    optimizer = torch.optim.AdamW(trained, lr=args.lr)
     results["heldout"] = []
 
     def evaluated(run_id: str, ids: list[str], version: int) -> None:
@@ -369,6 +386,8 @@ def main() -> int:
     p_train.add_argument("--warm-up-cache", type=Path, default=None,
                          help="keep warm-ups here, by what determines them, and reuse them")
     p_train.add_argument("--lr", type=float, default=1e-4, help="0: the control (no weight moves)")
+    p_train.add_argument("--trainable", default="all",
+                         help="`all`, or comma-separated parameter-name prefixes the RL step trains")
     p_train.add_argument("--epochs", type=int, default=3, help="passes over each batch")
     p_train.add_argument("--minibatches", type=int, default=2, help="optimizer steps per pass")
     p_train.add_argument("--seed", type=int, default=1)
