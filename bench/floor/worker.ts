@@ -1,12 +1,14 @@
 /**
  * The floor under an edgeroll turn (bench/floor.ts): one Durable Object per group of 8
  * episodes, and per turn exactly the platform calls a turn of the pipeline makes — a streamed
- * completion fetched from the host under a deadline, the statements that record it in a shared
- * write turn, a step on an `RpcTarget` session of a service, and the statements that record the
- * step in another write turn. None of edgeroll's own work (limiter, validation, scoring, landing,
- * restarts): whatever the pipeline loses beyond this Worker is edgeroll's, the rest is the
- * platform's. The schema and statements are copies of src/rollout/storage/'s, on purpose:
- * the floor imports nothing of edgeroll, so none of its work can hide in here.
+ * completion fetched from the host under a deadline, the statements that record it and its
+ * tokens in a shared write turn, a step on an `RpcTarget` session of a service, and the
+ * statements that record the step in another write turn — and per group the platform calls of
+ * its landing (landing.ts: D1 and R2). None of edgeroll's own work (limiter, validation,
+ * scoring, credit, group commit, restarts): whatever the pipeline loses beyond this Worker is
+ * edgeroll's, the rest is the platform's. The schema and statements are copies of
+ * src/rollout/storage/'s, on purpose: the floor imports nothing of edgeroll, so none of its
+ * work can hide in here.
  */
 import { DurableObject, RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
 import { type LandingEnv, type LandingEpisode, landGroup, registerGroup } from "./landing";
