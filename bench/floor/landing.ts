@@ -90,7 +90,8 @@ export async function landGroup(
       example_id: groupId,
       policy_version: 0,
       status: "completed",
-      end_reason: "max_turns",
+      // Not one of edgeroll's end reasons (those live in src/domain/): the floor names its own.
+      end_reason: "floor_played",
       score: 0,
       success: 0,
       advantage: 0,
