@@ -26,6 +26,10 @@ const series = process.argv.includes("--series");
 /** `--statements N`: the floor's objects each run N distinct statements more (floor-point.ts). */
 const statementsAt = process.argv.indexOf("--statements");
 const statements = statementsAt > 0 ? Number(process.argv[statementsAt + 1]) : 0;
+/** `--var NAME=VALUE` (repeatable): the pipeline's Worker runs with it, e.g. INFERENCE_STREAM=false. */
+const vars = Object.fromEntries(
+  process.argv.flatMap((a, i) => (process.argv[i - 1] === "--var" ? [a.split("=", 2)] : [])),
+);
 const TURNS = 12;
 
 interface Snapshot {
@@ -196,7 +200,7 @@ if (series) {
             cdp.close(),
           );
         },
-        { inspectorPort },
+        { inspectorPort, vars },
       )
     : withFloorStack(
         async (floor) => {
@@ -222,7 +226,7 @@ if (allocations) {
             cdp.close(),
           );
         },
-        { inspectorPort },
+        { inspectorPort, vars },
       )
     : withFloorStack(
         async (floor) => {
@@ -247,7 +251,7 @@ const found =
           const point = measureIdeal(bench, concurrency, TURNS);
           return atPeak(bench.pgid, cdp, point).finally(() => cdp.close());
         },
-        { inspectorPort },
+        { inspectorPort, vars },
       )
     : await withFloorStack(
         async (floor) => {
