@@ -326,6 +326,8 @@ describe("against wrangler dev", () => {
     let version = 0;
     let mostAhead = 0;
     let mostInFlight = 0;
+    /** Each bump: the version, when it was asked for and when it was answered (this clock). */
+    const bumps: { version: number; asked: number; done: number }[] = [];
     while (!finished) {
       const { pacing } = await trainer.getRun(run);
       mostAhead = Math.max(mostAhead, pacing.ahead);
@@ -344,7 +346,9 @@ describe("against wrangler dev", () => {
       await trainer.setPolicy(run, { version, paused: true });
       // ... the new weights would go to the inference host here ...
       version += 1;
+      const asked = Date.now();
       await trainer.setPolicy(run, { version, paused: false });
+      bumps.push({ version, asked, done: Date.now() });
     }
     expect(await exited, output).toBe(0);
     expect(mostAhead).toBeLessThanOrEqual(2);
@@ -352,16 +356,29 @@ describe("against wrangler dev", () => {
     expect(version).toBeGreaterThan(0);
     const progress = await trainer.getRun(run);
     expect(progress.groups).toMatchObject({ total: 8, running: 0 });
-    // Groups started after a bump took the trainer's newer version.
-    const versions = JSON.parse(
+    // Each group took the version current when it started: at least that of every bump answered
+    // before it was created, at most that of the last one asked for. (Landed groups whose
+    // rewards are all equal are not leased, so the producer may start them all before the
+    // trainer's first bump: "newest above 0" is not a rule.) The margin covers the Worker's
+    // time between reading the policy and stamping `created_at`; both clocks are this machine's.
+    const groups: { policy_version: number; created_at: string }[] = JSON.parse(
       edgeroll(
         "sql",
-        `SELECT MAX(policy_version) AS newest FROM groups WHERE run_id = '${run}'`,
+        `SELECT policy_version, created_at FROM groups WHERE run_id = '${run}' ORDER BY created_at`,
         "--json",
         "--persist-to",
         state,
       ).stdout,
     );
-    expect(versions[0].newest).toBeGreaterThan(0);
+    expect(groups).toHaveLength(8);
+    const margin = 500;
+    for (const group of groups) {
+      const created = Date.parse(group.created_at);
+      const answeredBefore = bumps.filter((b) => b.done < created - margin).at(-1)?.version ?? 0;
+      const askedBefore = bumps.filter((b) => b.asked <= created + margin).at(-1)?.version ?? 0;
+      const why = `${JSON.stringify(group)} against bumps ${JSON.stringify(bumps)}`;
+      expect(group.policy_version, why).toBeGreaterThanOrEqual(answeredBefore);
+      expect(group.policy_version, why).toBeLessThanOrEqual(askedBefore);
+    }
   }, 120_000);
 });
