@@ -27,12 +27,20 @@ export function checkNumbering(migrations: readonly Migration[]): void {
   });
 }
 
+/**
+ * Whether the object has the table. One statement for any name: workerd keeps each distinct
+ * statement an object runs prepared for the object's life.
+ */
+export function hasTable(sql: SqlStorage, name: string): boolean {
+  return (
+    sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name).toArray()
+      .length > 0
+  );
+}
+
 /** The highest version an object has applied; 0 for one that never ran a migration. */
 export function appliedVersion(sql: SqlStorage): number {
-  const ledger = sql
-    .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
-    .toArray();
-  if (ledger.length === 0) return 0;
+  if (!hasTable(sql, "schema_migrations")) return 0;
   return Number(sql.exec("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations").one().v);
 }
 

@@ -5,7 +5,7 @@
  * others or not at all; what a table does once its write is durable, such as moving its cache
  * on, waits for the commit (`afterCommit`), so a refused write leaves every cache as it was.
  */
-import { migrate } from "../../utils/migrations";
+import { hasTable, migrate } from "../../utils/migrations";
 import { GROUP_MIGRATIONS } from "./migrations";
 
 export class GroupDatabase {
@@ -13,6 +13,7 @@ export class GroupDatabase {
   /** Callbacks of the transaction under way; null outside one. */
   private committed: (() => void)[] | null = null;
   private readonly resets: (() => void)[] = [];
+  private readonly creations: (() => void)[] = [];
   private migrated = false;
 
   constructor(
@@ -27,10 +28,7 @@ export class GroupDatabase {
    * has must leave its object empty.
    */
   hasGroup(): boolean {
-    const found = this.sql
-      .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'group_state'")
-      .toArray();
-    if (found.length === 0) return false;
+    if (!hasTable(this.sql, "group_state")) return false;
     this.upgrade();
     return this.sql.exec("SELECT 1 FROM group_state").toArray().length > 0;
   }
@@ -73,6 +71,20 @@ export class GroupDatabase {
   afterCommit(callback: () => void): void {
     if (this.committed === null) callback();
     else this.committed.push(callback);
+  }
+
+  /**
+   * What a table knows of a group just created: its tables are empty (or hold only what the
+   * creating transaction wrote, which that table's write put in memory itself), so its mirror
+   * starts without a read. Each read skipped is a statement the object never prepares.
+   */
+  onCreate(start: () => void): void {
+    this.creations.push(start);
+  }
+
+  /** The creating transaction has committed: every table starts from what it knows. */
+  created(): void {
+    for (const start of this.creations) start();
   }
 
   /** A table's in-memory state to drop when the object's storage is deleted. */

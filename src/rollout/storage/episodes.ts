@@ -15,6 +15,7 @@ import {
   FailureReasonSchema,
   TERMINAL_STATES,
 } from "../outcomes";
+import { ColumnUpdate } from "./column-update";
 import { jsonOf, numOrNull, type Row, textOrNull, type Value } from "./columns";
 import type { GroupDatabase } from "./database";
 
@@ -77,10 +78,58 @@ function toEpisode(r: Row): EpisodeRow {
   };
 }
 
+/** The fields a transition changes, all in one statement (column-update.ts says why). */
+const UPDATABLE = [
+  "state",
+  "maxTurns",
+  "openingCount",
+  "turns",
+  "responseText",
+  "endReason",
+  "failureReason",
+  "failureDetail",
+  "redispatches",
+  "promptTokens",
+  "completionTokens",
+  "totalTokens",
+  "finishedAt",
+  "reward",
+  "advantage",
+  "perTurnRewards",
+  "perTurnAdvantages",
+] as const;
+
+/** An episode as `insert` writes it, and as the table's defaults fill it in. */
+function newEpisode(idx: number, startedAt: number): EpisodeRow {
+  return {
+    idx,
+    state: "opening",
+    maxTurns: null,
+    openingCount: null,
+    turns: 0,
+    responseText: "",
+    endReason: null,
+    failureReason: null,
+    failureDetail: null,
+    redispatches: 0,
+    promptTokens: null,
+    completionTokens: null,
+    totalTokens: null,
+    startedAt,
+    finishedAt: null,
+    reward: null,
+    advantage: null,
+    perTurnRewards: null,
+    perTurnAdvantages: null,
+  };
+}
+
 export class EpisodesTable {
   private mirror: EpisodeRow[] | null = null;
+  private readonly update: ColumnUpdate<(typeof UPDATABLE)[number]>;
 
   constructor(private readonly db: GroupDatabase) {
+    this.update = new ColumnUpdate(db, "episodes", UPDATABLE, "idx = ?");
     db.onReset(() => {
       this.mirror = null;
     });
@@ -119,32 +168,30 @@ export class EpisodesTable {
         idx,
         startedAt,
       );
+    // A new group's rows are known without reading them back.
+    const rows = Array.from({ length: groupSize }, (_, idx) => newEpisode(idx, startedAt));
     this.db.afterCommit(() => {
-      this.mirror = null;
+      this.mirror = rows;
     });
   }
 
   /** Its opening prompt is recorded: it waits for its first generation. */
   opened(idx: number, openingCount: number, maxTurns: number): void {
-    this.db.exec(
-      "UPDATE episodes SET state = 'generating', opening_count = ?, max_turns = ? WHERE idx = ?",
-      openingCount,
-      maxTurns,
-      idx,
-    );
+    this.update.run({ state: "generating", openingCount, maxTurns }, idx);
     this.patch(idx, { state: "generating", openingCount, maxTurns });
   }
 
   /** Its action is recorded: it waits for the environment's step. */
   sampled(idx: number, counts: TokenCounts): void {
     const turns = this.get(idx).turns + 1;
-    this.db.exec(
-      `UPDATE episodes SET state = 'stepping', turns = ?, prompt_tokens = ?, completion_tokens = ?,
-         total_tokens = ? WHERE idx = ?`,
-      turns,
-      counts.promptTokens,
-      counts.completionTokens,
-      counts.totalTokens,
+    this.update.run(
+      {
+        state: "stepping",
+        turns,
+        promptTokens: counts.promptTokens,
+        completionTokens: counts.completionTokens,
+        totalTokens: counts.totalTokens,
+      },
       idx,
     );
     this.patch(idx, { state: "stepping", turns, ...counts });
@@ -152,14 +199,7 @@ export class EpisodesTable {
 
   /** The environment answered; the episode waits for its next generation unless it `ends`. */
   stepped(idx: number, responseText: string, ends: boolean): void {
-    if (ends)
-      this.db.exec("UPDATE episodes SET response_text = ? WHERE idx = ?", responseText, idx);
-    else
-      this.db.exec(
-        "UPDATE episodes SET response_text = ?, state = 'generating' WHERE idx = ?",
-        responseText,
-        idx,
-      );
+    this.update.run(ends ? { responseText } : { responseText, state: "generating" }, idx);
     this.patch(idx, ends ? { responseText } : { responseText, state: "generating" });
   }
 
@@ -167,14 +207,14 @@ export class EpisodesTable {
   ended(idx: number, end: EpisodeEnd, finishedAt: number): void {
     const detail = "detail" in end ? (end.detail ?? null) : null;
     const failureReason = end.state === "failed" ? end.reason : null;
-    this.db.exec(
-      `UPDATE episodes SET state = ?, end_reason = ?, failure_reason = ?, failure_detail = ?,
-         finished_at = ? WHERE idx = ?`,
-      end.state,
-      end.reason,
-      failureReason,
-      detail,
-      finishedAt,
+    this.update.run(
+      {
+        state: end.state,
+        endReason: end.reason,
+        failureReason,
+        failureDetail: detail,
+        finishedAt,
+      },
       idx,
     );
     this.patch(idx, {
@@ -188,21 +228,25 @@ export class EpisodesTable {
 
   /** Its generation was lost with an earlier instance of the object and goes out again. */
   redispatched(idx: number): void {
-    this.db.exec("UPDATE episodes SET redispatches = redispatches + 1 WHERE idx = ?", idx);
-    this.patch(idx, { redispatches: this.get(idx).redispatches + 1 });
+    const redispatches = this.get(idx).redispatches + 1;
+    this.update.run({ redispatches }, idx);
+    this.patch(idx, { redispatches });
   }
 
   rewarded(idx: number, reward: RewardResult): void {
-    this.db.exec("UPDATE episodes SET reward = ? WHERE idx = ?", JSON.stringify(reward), idx);
+    this.update.run({ reward: JSON.stringify(reward) }, idx);
     this.patch(idx, { reward });
   }
 
   credited(credit: EpisodeCredit): void {
-    this.db.exec(
-      "UPDATE episodes SET advantage = ?, per_turn_rewards = ?, per_turn_advantages = ? WHERE idx = ?",
-      credit.advantage,
-      credit.perTurnRewards ? JSON.stringify(credit.perTurnRewards) : null,
-      credit.perTurnAdvantages ? JSON.stringify(credit.perTurnAdvantages) : null,
+    this.update.run(
+      {
+        advantage: credit.advantage,
+        perTurnRewards: credit.perTurnRewards ? JSON.stringify(credit.perTurnRewards) : null,
+        perTurnAdvantages: credit.perTurnAdvantages
+          ? JSON.stringify(credit.perTurnAdvantages)
+          : null,
+      },
       credit.idx,
     );
     const { idx, ...patch } = credit;

@@ -5,6 +5,7 @@
  * window (`deadlineAt`) spans an attempt's transport retries; a timeout opens a new one.
  */
 import { z } from "zod";
+import { ColumnUpdate } from "./column-update";
 import { numOrNull, type Row } from "./columns";
 import type { GroupDatabase } from "./database";
 
@@ -36,12 +37,29 @@ function toGeneration(r: Row): GenerationRow {
   };
 }
 
+const UPDATABLE = [
+  "state",
+  "timeouts",
+  "attempts",
+  "retries",
+  "sentAt",
+  "deadlineAt",
+  "retryAt",
+] as const;
+
 export class GenerationsTable {
   private mirror: Map<number, GenerationRow> | null = null;
+  /** Every transition below in one statement (column-update.ts says why). */
+  private readonly update: ColumnUpdate<(typeof UPDATABLE)[number]>;
 
   constructor(private readonly db: GroupDatabase) {
+    this.update = new ColumnUpdate(db, "generations", UPDATABLE, "idx = ?");
     db.onReset(() => {
       this.mirror = null;
+    });
+    // A new group waits for no generation yet.
+    db.onCreate(() => {
+      this.mirror = new Map();
     });
   }
 
@@ -95,12 +113,7 @@ export class GenerationsTable {
       this.db.afterCommit(() => this.rows.set(idx, row));
       return;
     }
-    this.db.exec(
-      "UPDATE generations SET state = 'sent', sent_at = ?, deadline_at = ?, retry_at = NULL WHERE idx = ?",
-      sentAt,
-      deadlineAt,
-      idx,
-    );
+    this.update.run({ state: "sent", sentAt, deadlineAt, retryAt: null }, idx);
     this.patch(idx, { state: "sent", sentAt, deadlineAt, retryAt: null });
   }
 
@@ -109,56 +122,36 @@ export class GenerationsTable {
    * being built): back to waiting, so a restart meanwhile is not counted as a lost request.
    */
   unsend(idx: number): void {
-    this.db.exec("UPDATE generations SET state = 'queued', deadline_at = NULL WHERE idx = ?", idx);
+    this.update.run({ state: "queued", deadlineAt: null }, idx);
     this.patch(idx, { state: "queued", deadlineAt: null });
   }
 
   /** Lost with an earlier instance of the object: queued again, with a fresh window. */
   requeue(idx: number): void {
-    this.db.exec(
-      "UPDATE generations SET state = 'queued', deadline_at = NULL, retries = 0 WHERE idx = ?",
-      idx,
-    );
+    this.update.run({ state: "queued", deadlineAt: null, retries: 0 }, idx);
     this.patch(idx, { state: "queued", deadlineAt: null, retries: 0 });
   }
 
   /** It ran past its deadline; returns how many times that has happened this turn. */
   timedOut(idx: number, attempts: number): number {
-    this.db.exec(
-      `UPDATE generations SET state = 'queued', timeouts = timeouts + 1, attempts = attempts + ?,
-         deadline_at = NULL, retries = 0 WHERE idx = ?`,
-      attempts,
-      idx,
-    );
     const current = this.get(idx);
     const timeouts = (current?.timeouts ?? 0) + 1;
-    this.patch(idx, {
-      state: "queued",
-      timeouts,
-      attempts: (current?.attempts ?? 0) + attempts,
-      deadlineAt: null,
-      retries: 0,
-    });
+    const total = (current?.attempts ?? 0) + attempts;
+    this.update.run(
+      { state: "queued", timeouts, attempts: total, deadlineAt: null, retries: 0 },
+      idx,
+    );
+    this.patch(idx, { state: "queued", timeouts, attempts: total, deadlineAt: null, retries: 0 });
     return timeouts;
   }
 
   /** The host asked for a long wait: the generation sleeps in storage until `retryAt`. */
   park(idx: number, retryAt: number, attempts: number): void {
-    this.db.exec(
-      `UPDATE generations SET state = 'waiting', retry_at = ?, attempts = attempts + ?,
-         retries = retries + ? WHERE idx = ?`,
-      retryAt,
-      attempts,
-      attempts,
-      idx,
-    );
     const current = this.get(idx);
-    this.patch(idx, {
-      state: "waiting",
-      retryAt,
-      attempts: (current?.attempts ?? 0) + attempts,
-      retries: (current?.retries ?? 0) + attempts,
-    });
+    const total = (current?.attempts ?? 0) + attempts;
+    const retries = (current?.retries ?? 0) + attempts;
+    this.update.run({ state: "waiting", retryAt, attempts: total, retries }, idx);
+    this.patch(idx, { state: "waiting", retryAt, attempts: total, retries });
   }
 
   /** The episode has its action, or ended: it waits for no generation. */

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type GroupSpec, GroupSpecSchema } from "../group-spec";
+import { ColumnUpdate } from "./column-update";
 import { jsonOf, type Row, textOrNull } from "./columns";
 import type { GroupDatabase } from "./database";
 
@@ -37,10 +38,23 @@ function toGroup(r: Row): GroupRow {
   };
 }
 
+const UPDATABLE = [
+  "phase",
+  "registered",
+  "scoreAttempts",
+  "landAttempts",
+  "creditApplied",
+  "warnings",
+  "lastError",
+] as const;
+
 export class GroupStateTable {
   private cache: GroupRow | null = null;
+  /** Every change below in one statement (column-update.ts says why). */
+  private readonly update: ColumnUpdate<(typeof UPDATABLE)[number]>;
 
   constructor(private readonly db: GroupDatabase) {
+    this.update = new ColumnUpdate(db, "group_state", UPDATABLE, "id = 1");
     db.onReset(() => {
       this.cache = null;
     });
@@ -58,31 +72,42 @@ export class GroupStateTable {
   }
 
   insert(spec: GroupSpec): void {
-    this.db.exec(
-      "INSERT INTO group_state (id, spec, phase) VALUES (1, ?, 'running')",
-      JSON.stringify(spec),
-    );
+    const json = JSON.stringify(spec);
+    this.db.exec("INSERT INTO group_state (id, spec, phase) VALUES (1, ?, 'running')", json);
+    // The row as a wake would read it back (its spec parsed as on every wake), without the read.
+    const row = toGroup({
+      spec: json,
+      phase: "running",
+      registered: 0,
+      score_attempts: 0,
+      land_attempts: 0,
+      credit_applied: null,
+      warnings: "[]",
+      last_error: null,
+    });
+    this.db.afterCommit(() => {
+      this.cache = row;
+    });
   }
 
   setPhase(phase: GroupPhase): void {
-    this.db.exec("UPDATE group_state SET phase = ? WHERE id = 1", phase);
+    this.update.run({ phase });
     this.patch({ phase });
   }
 
   markRegistered(): void {
-    this.db.exec("UPDATE group_state SET registered = 1 WHERE id = 1");
+    this.update.run({ registered: 1 });
     this.patch({ registered: true });
   }
 
   /** Counts one more attempt at `scoring` or `landing`, remembering why the last one failed. */
   countAttempt(what: "score" | "land", error: string | null): number {
-    const column = what === "score" ? "score_attempts" : "land_attempts";
-    this.db.exec(
-      `UPDATE group_state SET ${column} = ${column} + 1, last_error = ? WHERE id = 1`,
-      error,
-    );
     const group = this.get();
     const attempts = (what === "score" ? group.scoreAttempts : group.landAttempts) + 1;
+    this.update.run({
+      lastError: error,
+      ...(what === "score" ? { scoreAttempts: attempts } : { landAttempts: attempts }),
+    });
     this.patch({
       lastError: error,
       ...(what === "score" ? { scoreAttempts: attempts } : { landAttempts: attempts }),
@@ -92,11 +117,11 @@ export class GroupStateTable {
 
   /** Credit is assigned: the group moves on to landing. */
   recordCredit(creditApplied: string, warnings: readonly string[]): void {
-    this.db.exec(
-      "UPDATE group_state SET credit_applied = ?, warnings = ?, phase = 'landing' WHERE id = 1",
+    this.update.run({
       creditApplied,
-      JSON.stringify(warnings),
-    );
+      warnings: JSON.stringify(warnings),
+      phase: "landing",
+    });
     this.patch({ creditApplied, warnings: [...warnings], phase: "landing" });
   }
 }

@@ -72,6 +72,7 @@ export class GroupStorage {
       this.group.insert(spec);
       this.episodes.insert(spec.request.group_size, this.db.now());
     });
+    this.db.created();
     this.holds = true;
   }
 

@@ -25,6 +25,10 @@ export class PolicyTable {
     db.onReset(() => {
       this.cache = null;
     });
+    // A new group has heard no policy yet (the start pushes one in a write after this).
+    db.onCreate(() => {
+      this.cache = { policy: null, stale: null, turns: new Map() };
+    });
   }
 
   private get state(): State {

@@ -36,6 +36,9 @@ export class TimersTable {
     db.onReset(() => {
       this.mirror = null;
     });
+    db.onCreate(() => {
+      this.mirror = new Map();
+    });
   }
 
   private get rows(): Map<Kind, Map<number, number>> {

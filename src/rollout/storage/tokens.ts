@@ -34,11 +34,24 @@ const EMPTY = new Uint8Array(0);
 export class TokensTable {
   private readonly cache = new Map<number, Cached>();
   private modes: Map<number, { mode: TokenMode; reason: string | null }> | null = null;
+  /**
+   * This instance created the group: an episode it has no cached sequence for has recorded no
+   * turn yet, so there is nothing to read back (a restarted instance reads).
+   */
+  private fresh = false;
+  /** Episodes whose cached sequence was dropped: read back if asked for again. */
+  private readonly forgotten = new Set<number>();
 
   constructor(private readonly db: GroupDatabase) {
     db.onReset(() => {
       this.cache.clear();
       this.modes = null;
+      this.fresh = false;
+      this.forgotten.clear();
+    });
+    db.onCreate(() => {
+      this.modes = new Map();
+      this.fresh = true;
     });
   }
 
@@ -145,7 +158,8 @@ export class TokensTable {
     let cached = this.cache.get(idx);
     if (cached === undefined) {
       let sequence: Int32Array = new Int32Array(0);
-      const turns = this.read(idx).get(idx) ?? [];
+      const recorded = !this.fresh || this.forgotten.has(idx);
+      const turns = recorded ? (this.read(idx).get(idx) ?? []) : [];
       for (const turn of turns) sequence = sequenceAfter(sequence, turn);
       cached = { sequence, turns: turns.length };
       this.cache.set(idx, cached);
@@ -252,6 +266,7 @@ export class TokensTable {
   /** An episode that ended needs no cached sequence any more. */
   forget(idx: number): void {
     this.cache.delete(idx);
+    this.forgotten.add(idx);
   }
 
   /** Every episode's recorded turns, for the group's token object (exact episodes only). */

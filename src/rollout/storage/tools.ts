@@ -26,6 +26,9 @@ export class ToolsTable {
     db.onReset(() => {
       this.cache = null;
     });
+    db.onCreate(() => {
+      this.cache = new Map();
+    });
   }
 
   private get all(): Map<number, EpisodeToolSet> {

@@ -64,6 +64,9 @@ export class TranscriptsTable {
       this.nextSeqs = null;
       this.byEpisode = null;
     });
+    db.onCreate(() => {
+      this.nextSeqs = new Map();
+    });
   }
 
   private get next(): Map<number, number> {
