@@ -113,11 +113,17 @@ export class TokenFieldReader {
         problem: `the host's token ids (${this.promptIds.length} prompt, ${this.completionIds.length} completion) do not match its usage (${usage.promptTokens}, ${usage.completionTokens})`,
       };
     }
+    // Prompt and completion in one buffer, in that order: the sequence the turn leaves for the
+    // next one, which the token table then keeps without copying it again (joinedSequence).
+    const prompt = this.promptIds.length;
+    const all = new Int32Array(prompt + this.completionIds.length);
+    all.set(this.promptIds);
+    all.set(this.completionIds, prompt);
     return {
       kind: "exact",
       tokens: {
-        promptIds: Int32Array.from(this.promptIds),
-        completionIds: Int32Array.from(this.completionIds),
+        promptIds: all.subarray(0, prompt),
+        completionIds: all.subarray(prompt),
         logprobs: Float32Array.from(this.logprobs),
         model: this.model,
       },

@@ -60,7 +60,8 @@ export function toTurnTokens(
     turn,
     promptLength: host.promptIds.length,
     prefixLength,
-    promptTail: host.promptIds.slice(prefixLength),
+    // A view, not a copy: the tail is written to storage in this turn's transaction.
+    promptTail: host.promptIds.subarray(prefixLength),
     completionIds: host.completionIds,
     logprobs: host.logprobs,
     consistent: prefixLength === previous.length,
@@ -68,6 +69,17 @@ export function toTurnTokens(
     temperature: sampling.temperature,
     topP: sampling.topP,
   };
+}
+
+/**
+ * The host's prompt followed by its completion as one array without a copy, when they already
+ * lie so in one buffer (as the inference client reads them); null otherwise.
+ */
+export function joinedSequence(host: HostTokens): Int32Array | null {
+  const { promptIds: prompt, completionIds: completion } = host;
+  if (prompt.buffer !== completion.buffer) return null;
+  if (completion.byteOffset !== prompt.byteOffset + prompt.byteLength) return null;
+  return new Int32Array(prompt.buffer, prompt.byteOffset, prompt.length + completion.length);
 }
 
 /** The sequence a turn leaves for the next one: its prompt followed by its completion. */

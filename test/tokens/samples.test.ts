@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { TokenFieldReader } from "../../src/inference/token-fields";
 import { encodeSample } from "../../src/tokens/sample-encoding";
 import { episodeSamples, type TokenSample } from "../../src/tokens/samples";
 import { decodeTokenObject, encodeTokenObject } from "../../src/tokens/token-object";
 import {
   type HostTokens,
+  joinedSequence,
   prefixBreaks,
   sequenceAfter,
   type TurnTokens,
@@ -37,6 +39,24 @@ describe("turn tokens", () => {
     // The prompt comes back whole from the previous sequence and the tail.
     const after = sequenceAfter(ids(1, 2, 3, 10, 11), t1 as TurnTokens);
     expect(after).toEqual(ids(1, 2, 3, 10, 11, 20, 21, 30));
+  });
+
+  it("leave, as read from the host, a sequence kept without a copy and equal to the joined one", () => {
+    const reader = new TokenFieldReader();
+    reader.add(
+      { prompt_token_ids: [1, 2, 3, 11, 12, 20] },
+      { token_ids: [30, 31], logprobs: { content: [{ logprob: -1 }, { logprob: -2 }] } },
+    );
+    const read = reader.result();
+    if (read.kind !== "exact") throw new Error(read.problem);
+    // Whether or not the prompt extends what the last turn left (here it does not).
+    for (const previous of [ids(1, 2, 3, 10, 11, 12), ids(1, 2, 3, 11, 12)]) {
+      const stored = toTurnTokens(previous, read.tokens, 1, sampling);
+      expect(joinedSequence(read.tokens)).toEqual(sequenceAfter(previous, stored));
+    }
+    expect(joinedSequence(read.tokens)?.buffer).toBe(read.tokens.promptIds.buffer);
+    // Arrays of their own are joined by copying, as before.
+    expect(joinedSequence(host([1, 2], [3]))).toBeNull();
   });
 
   it("mark a turn whose prompt does not extend the previous sequence as a break", () => {

@@ -9,6 +9,7 @@ import { type TokenMode, TokenModeSchema } from "../../tokens/token-mode";
 import type { EpisodeTokens } from "../../tokens/token-object";
 import {
   type HostTokens,
+  joinedSequence,
   sequenceAfter,
   type TurnTokens,
   toTurnTokens,
@@ -227,7 +228,11 @@ export class TokensTable {
       }
     }
     this.db.afterCommit(() =>
-      this.cache.set(idx, { sequence: sequenceAfter(previous.sequence, tokens), turns: turn + 1 }),
+      this.cache.set(idx, {
+        // Equal to sequenceAfter(previous.sequence, tokens), which copies what this reuses.
+        sequence: joinedSequence(host) ?? sequenceAfter(previous.sequence, tokens),
+        turns: turn + 1,
+      }),
     );
   }
 
