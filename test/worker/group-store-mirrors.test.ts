@@ -5,32 +5,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
-import { newGroupSpec } from "../../src/rollout/group-ids";
-import { StartGroupRequestSchema, withPolicyVersion } from "../../src/rollout/group-spec";
 import { END } from "../../src/rollout/outcomes";
 import { GroupStorage } from "../../src/rollout/storage/group-storage";
 import { sampledMessage } from "../../src/sdk";
-
-const STATS = {
-  promptTokens: 10,
-  completionTokens: 5,
-  finishReason: "stop",
-  latencyMs: 3,
-  attempts: 1,
-};
-
-async function newGroup(size: number) {
-  const request = withPolicyVersion(
-    StartGroupRequestSchema.parse({
-      env: "guess-number",
-      example: { id: "mirrors", input: "Find the number.", metadata: { secret: 7 } },
-      group_size: size,
-      run_id: "mirrors",
-      sampling: { model: "sim" },
-    }),
-  );
-  return newGroupSpec(request, null);
-}
+import { guessGroupSpec, ACTION_STATS as STATS } from "./storage-fixtures";
 
 /** What an instance holds in memory of everything the transitions touch. */
 function held(store: GroupStorage) {
@@ -47,7 +25,7 @@ function held(store: GroupStorage) {
 }
 
 it("a restarted instance reads what the writing instance holds, after every transition", async () => {
-  const spec = await newGroup(3);
+  const spec = await guessGroupSpec("mirrors", 3);
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
   await runInDurableObject(stub, (_instance, state) => {
     const store = new GroupStorage(state.storage);

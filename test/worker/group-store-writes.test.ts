@@ -3,18 +3,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
-import { newGroupSpec } from "../../src/rollout/group-ids";
-import { StartGroupRequestSchema, withPolicyVersion } from "../../src/rollout/group-spec";
 import { GroupStorage } from "../../src/rollout/storage/group-storage";
 import { type ChatMessage, sampledMessage } from "../../src/sdk";
-
-const STATS = {
-  promptTokens: 10,
-  completionTokens: 5,
-  finishReason: "stop",
-  latencyMs: 3,
-  attempts: 1,
-};
+import { guessGroupSpec, ACTION_STATS as STATS } from "./storage-fixtures";
 
 const NO_TOKENS = { kind: "off" } as const;
 
@@ -22,16 +13,7 @@ const NO_TOKENS = { kind: "off" } as const;
 async function withOpenedEpisode(
   body: (store: GroupStorage, storage: DurableObjectStorage) => void,
 ): Promise<void> {
-  const request = withPolicyVersion(
-    StartGroupRequestSchema.parse({
-      env: "guess-number",
-      example: { id: "writes", input: "Find the number.", metadata: { secret: 7 } },
-      group_size: 1,
-      run_id: "writes",
-      sampling: { model: "sim" },
-    }),
-  );
-  const spec = await newGroupSpec(request, null);
+  const spec = await guessGroupSpec("writes", 1);
   const stub = env.ROLLOUT_GROUP.get(env.ROLLOUT_GROUP.idFromName(spec.groupId));
   await runInDurableObject(stub, (_instance, state) => {
     const store = new GroupStorage(state.storage);

@@ -154,7 +154,22 @@ export class EpisodesTable {
     return this.rows.every((e) => TERMINAL_STATES.includes(e.state));
   }
 
-  private patch(idx: number, patch: Partial<EpisodeRow>): void {
+  /**
+   * Writes the changed fields in the one UPDATE (JSON where the column holds JSON); the mirror
+   * takes them once the write commits.
+   */
+  private change(idx: number, patch: Partial<Omit<EpisodeRow, "idx" | "startedAt">>): void {
+    const json = (value: unknown) =>
+      value === undefined ? undefined : value === null ? null : JSON.stringify(value);
+    this.update.run(
+      {
+        ...patch,
+        reward: json(patch.reward),
+        perTurnRewards: json(patch.perTurnRewards),
+        perTurnAdvantages: json(patch.perTurnAdvantages),
+      },
+      idx,
+    );
     this.db.afterCommit(() => {
       this.rows[idx] = { ...this.get(idx), ...patch };
     });
@@ -177,79 +192,41 @@ export class EpisodesTable {
 
   /** Its opening prompt is recorded: it waits for its first generation. */
   opened(idx: number, openingCount: number, maxTurns: number): void {
-    this.update.run({ state: "generating", openingCount, maxTurns }, idx);
-    this.patch(idx, { state: "generating", openingCount, maxTurns });
+    this.change(idx, { state: "generating", openingCount, maxTurns });
   }
 
   /** Its action is recorded: it waits for the environment's step. */
   sampled(idx: number, counts: TokenCounts): void {
-    const turns = this.get(idx).turns + 1;
-    this.update.run(
-      {
-        state: "stepping",
-        turns,
-        promptTokens: counts.promptTokens,
-        completionTokens: counts.completionTokens,
-        totalTokens: counts.totalTokens,
-      },
-      idx,
-    );
-    this.patch(idx, { state: "stepping", turns, ...counts });
+    this.change(idx, { state: "stepping", turns: this.get(idx).turns + 1, ...counts });
   }
 
   /** The environment answered; the episode waits for its next generation unless it `ends`. */
   stepped(idx: number, responseText: string, ends: boolean): void {
-    this.update.run(ends ? { responseText } : { responseText, state: "generating" }, idx);
-    this.patch(idx, ends ? { responseText } : { responseText, state: "generating" });
+    this.change(idx, ends ? { responseText } : { responseText, state: "generating" });
   }
 
   /** It ended with a recorded status and reason; a failure also keeps its detail. */
   ended(idx: number, end: EpisodeEnd, finishedAt: number): void {
-    const detail = "detail" in end ? (end.detail ?? null) : null;
-    const failureReason = end.state === "failed" ? end.reason : null;
-    this.update.run(
-      {
-        state: end.state,
-        endReason: end.reason,
-        failureReason,
-        failureDetail: detail,
-        finishedAt,
-      },
-      idx,
-    );
-    this.patch(idx, {
+    this.change(idx, {
       state: end.state,
       endReason: end.reason,
-      failureReason,
-      failureDetail: detail,
+      failureReason: end.state === "failed" ? end.reason : null,
+      failureDetail: "detail" in end ? (end.detail ?? null) : null,
       finishedAt,
     });
   }
 
   /** Its generation was lost with an earlier instance of the object and goes out again. */
   redispatched(idx: number): void {
-    const redispatches = this.get(idx).redispatches + 1;
-    this.update.run({ redispatches }, idx);
-    this.patch(idx, { redispatches });
+    this.change(idx, { redispatches: this.get(idx).redispatches + 1 });
   }
 
   rewarded(idx: number, reward: RewardResult): void {
-    this.update.run({ reward: JSON.stringify(reward) }, idx);
-    this.patch(idx, { reward });
+    this.change(idx, { reward });
   }
 
   credited(credit: EpisodeCredit): void {
-    this.update.run(
-      {
-        advantage: credit.advantage,
-        perTurnRewards: credit.perTurnRewards ? JSON.stringify(credit.perTurnRewards) : null,
-        perTurnAdvantages: credit.perTurnAdvantages
-          ? JSON.stringify(credit.perTurnAdvantages)
-          : null,
-      },
-      credit.idx,
-    );
     const { idx, ...patch } = credit;
-    this.patch(idx, patch);
+    this.change(idx, patch);
   }
 }

@@ -80,7 +80,9 @@ export class GenerationsTable {
     return this.rows.has(idx);
   }
 
-  private patch(idx: number, patch: Partial<GenerationRow>): void {
+  /** Writes the changed fields in the one UPDATE; the mirror takes them once it commits. */
+  private change(idx: number, patch: Partial<Omit<GenerationRow, "idx">>): void {
+    this.update.run(patch, idx);
     this.db.afterCommit(() => {
       const current = this.get(idx);
       if (current) this.rows.set(idx, { ...current, ...patch });
@@ -113,8 +115,7 @@ export class GenerationsTable {
       this.db.afterCommit(() => this.rows.set(idx, row));
       return;
     }
-    this.update.run({ state: "sent", sentAt, deadlineAt, retryAt: null }, idx);
-    this.patch(idx, { state: "sent", sentAt, deadlineAt, retryAt: null });
+    this.change(idx, { state: "sent", sentAt, deadlineAt, retryAt: null });
   }
 
   /**
@@ -122,14 +123,12 @@ export class GenerationsTable {
    * being built): back to waiting, so a restart meanwhile is not counted as a lost request.
    */
   unsend(idx: number): void {
-    this.update.run({ state: "queued", deadlineAt: null }, idx);
-    this.patch(idx, { state: "queued", deadlineAt: null });
+    this.change(idx, { state: "queued", deadlineAt: null });
   }
 
   /** Lost with an earlier instance of the object: queued again, with a fresh window. */
   requeue(idx: number): void {
-    this.update.run({ state: "queued", deadlineAt: null, retries: 0 }, idx);
-    this.patch(idx, { state: "queued", deadlineAt: null, retries: 0 });
+    this.change(idx, { state: "queued", deadlineAt: null, retries: 0 });
   }
 
   /** It ran past its deadline; returns how many times that has happened this turn. */
@@ -137,11 +136,7 @@ export class GenerationsTable {
     const current = this.get(idx);
     const timeouts = (current?.timeouts ?? 0) + 1;
     const total = (current?.attempts ?? 0) + attempts;
-    this.update.run(
-      { state: "queued", timeouts, attempts: total, deadlineAt: null, retries: 0 },
-      idx,
-    );
-    this.patch(idx, { state: "queued", timeouts, attempts: total, deadlineAt: null, retries: 0 });
+    this.change(idx, { state: "queued", timeouts, attempts: total, deadlineAt: null, retries: 0 });
     return timeouts;
   }
 
@@ -150,8 +145,7 @@ export class GenerationsTable {
     const current = this.get(idx);
     const total = (current?.attempts ?? 0) + attempts;
     const retries = (current?.retries ?? 0) + attempts;
-    this.update.run({ state: "waiting", retryAt, attempts: total, retries }, idx);
-    this.patch(idx, { state: "waiting", retryAt, attempts: total, retries });
+    this.change(idx, { state: "waiting", retryAt, attempts: total, retries });
   }
 
   /** The episode has its action, or ended: it waits for no generation. */
