@@ -7,6 +7,7 @@ import { environmentRoutes } from "./api/environments";
 import { episodeRoutes } from "./api/episodes";
 import { ApiError, renderError } from "./api/errors";
 import { groupRoutes } from "./api/groups";
+import { hostRoutes } from "./api/hosts";
 import { jsonBody } from "./api/json-body";
 import { runRoutes } from "./api/runs";
 import { utf8Body } from "./api/utf8-body";
@@ -45,6 +46,8 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .use("/v1/batches/*", authorize("trainer"))
   // The trainer says which policy it trains: the run's version, its lag limit, a pause.
   .on("POST", "/v1/runs/*", authorize("trainer"))
+  // ...and, host by host, which version each inference host serves (a rolling weight sync).
+  .on("POST", "/v1/hosts", authorize("trainer"))
   .on("GET", "/v1/*", (c, next) => {
     const path = c.req.path;
     const allowed =
@@ -65,6 +68,7 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .route("/v1", episodeRoutes)
   .route("/v1", runRoutes)
   .route("/v1", batchRoutes)
+  .route("/v1", hostRoutes)
   .route("/", dashboardRoutes)
   .notFound((c) => c.json(errorBody("not_found", `no route ${c.req.method} ${c.req.path}`), 404))
   .onError(renderError);

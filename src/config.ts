@@ -1,11 +1,18 @@
 /** The Worker's settings, read from wrangler vars and secrets with defaults, validated once. */
 import { z } from "zod";
+import { fleetHosts } from "./fleet/hosts-config";
 
 const seconds = (fallback: number) => z.coerce.number().positive().default(fallback);
 const count = (fallback: number) => z.coerce.number().int().nonnegative().default(fallback);
 
 const ConfigSchema = z.object({
-  INFERENCE_BASE_URL: z.url().default("http://127.0.0.1:8000/v1"),
+  /**
+   * The inference host's base URL, or several separated by commas: a fleet
+   * (src/fleet/hosts-config.ts, which validates each). `INFERENCE_HOSTS` instead, a JSON array of
+   * `{url, name?, weight?, max_inflight?}`, when hosts need settings of their own.
+   */
+  INFERENCE_BASE_URL: z.string().min(1).default("http://127.0.0.1:8000/v1"),
+  INFERENCE_HOSTS: z.string().optional(),
   INFERENCE_API_KEY: z.string().optional(),
   /** The teacher of on-policy distillation (`algorithm: "opd"`); default: the inference host. */
   TEACHER_BASE_URL: z.url().optional(),
@@ -24,8 +31,21 @@ const ConfigSchema = z.object({
   GENERATION_DEADLINE_MAX_S: seconds(3600),
   /** Transport retries (429, 5xx, resets, malformed bodies) inside one generation attempt. */
   INFERENCE_MAX_RETRIES: count(4),
-  /** Generations in flight toward the host across all groups; 0 means no limit. */
+  /**
+   * Episodes in flight toward each host across all groups (each host's default `max_inflight`;
+   * an episode has at most one generation in flight); 0 means no limit.
+   */
   MAX_INFLIGHT_GENERATIONS: count(256),
+  /** Consecutive failures (no answer, 5xx, timeouts), across all groups, that eject a host. */
+  HOST_EJECT_AFTER_FAILURES: count(3),
+  /** How often an ejected host is probed (`GET /models`) to be readmitted. */
+  HOST_PROBE_S: seconds(5),
+  /**
+   * A new episode passes over a host already carrying more than this times the fleet's mean load
+   * (by weight) and more than FLEET_LOAD_SLACK episodes over it (src/fleet/routing.ts).
+   */
+  FLEET_LOAD_FACTOR: z.coerce.number().min(1).default(1.5),
+  FLEET_LOAD_SLACK: count(4),
   /** How often a group with work in flight wakes itself, to stay awake and resume after restarts. */
   HEARTBEAT_S: seconds(30),
   /** Re-sends of a generation lost to an object restart, per turn, before the episode fails. */
@@ -47,6 +67,8 @@ export function configFrom(env: object): Config {
   let config = cache.get(env);
   if (config === undefined) {
     config = ConfigSchema.parse(env);
+    // A fleet that does not read is a deploy error too, named here rather than at the first turn.
+    fleetHosts(config);
     cache.set(env, config);
   }
   return config;
@@ -60,9 +82,9 @@ export function teacherEndpoint(config: Config): {
 } {
   return config.TEACHER_BASE_URL === undefined
     ? {
-        baseUrl: config.INFERENCE_BASE_URL,
+        baseUrl: fleetHosts(config)[0]?.url ?? config.INFERENCE_BASE_URL,
         apiKey: config.TEACHER_API_KEY ?? config.INFERENCE_API_KEY,
-        name: "teacher (the inference host)",
+        name: "teacher (the first inference host)",
       }
     : { baseUrl: config.TEACHER_BASE_URL, apiKey: config.TEACHER_API_KEY, name: "teacher host" };
 }

@@ -1,13 +1,13 @@
 /**
- * The edgeroll Worker: the HTTP API, the group Durable Objects, the in-flight limiter and the
+ * The edgeroll Worker: the HTTP API, the group Durable Objects, the fleet scheduler and the
  * stateless step and score workers, all in one deployable Worker.
  */
 import { app } from "./app";
 
 export { ScoreWorker } from "./env-workers/score-worker";
 export { StepWorker } from "./env-workers/step-worker";
+export { FleetScheduler } from "./fleet/fleet-scheduler";
 export { RolloutGroup } from "./rollout/group-object";
 export { Lander } from "./rollout/lander";
-export { InflightLimiter } from "./rollout/limiter/inflight-limiter";
 
 export default app satisfies ExportedHandler<Env>;

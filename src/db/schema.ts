@@ -47,6 +47,11 @@ export const groups = sqliteTable(
      * (`episodes.tools_hash`); null for a text-only environment.
      */
     tools: text("tools", { mode: "json" }).$type<Record<string, ToolDefinition[]>>(),
+    /**
+     * Calls to the inference hosts that failed (no answer, an error status, a timeout), by host
+     * base URL; null when none did. The `host_stats` view counts them.
+     */
+    hostFailures: text("host_failures", { mode: "json" }).$type<Record<string, number>>(),
     warnings: text("warnings", { mode: "json" }).$type<string[]>().notNull(),
     scoreMean: real("score_mean"),
     scoreStd: real("score_std"),
@@ -190,6 +195,13 @@ export const messages = sqliteTable(
     prefixBreak: integer("prefix_break", { mode: "boolean" }),
     /** On sampled turns: the run's policy version when the generation was sent. */
     policyVersion: integer("policy_version"),
+    /** On sampled turns: the base URL of the host that answered (a fleet's, src/fleet/). */
+    host: text("host"),
+    /**
+     * On sampled turns: the prompt tokens the host served from its prefix cache
+     * (`usage.prompt_tokens_details.cached_tokens`); null when the host did not say.
+     */
+    cachedTokens: integer("cached_tokens"),
   },
   // No index on group_id: messages are read by episode (the primary key), and every index is
   // paid for on each of the many rows a landing writes.

@@ -4,7 +4,9 @@
  * same probe text on both hosts (`/tokenize`); a match is remembered for a while per isolate,
  * so a run of groups pays for it once.
  */
+
 import { type Config, teacherEndpoint } from "../config";
+import { fleetHosts } from "../fleet/hosts-config";
 import { tokenize } from "../inference/tokenize";
 
 /**
@@ -57,7 +59,11 @@ export async function checkSharedTokenizer(
   studentModel: string,
   teacherModel: string,
 ): Promise<TokenizerCheck> {
-  const student = { baseUrl: config.INFERENCE_BASE_URL, apiKey: config.INFERENCE_API_KEY };
+  // Every host of a fleet serves the same policy: the first speaks for its tokenizer.
+  const student = {
+    baseUrl: fleetHosts(config)[0]?.url ?? config.INFERENCE_BASE_URL,
+    apiKey: config.INFERENCE_API_KEY,
+  };
   const teacher = teacherEndpoint(config);
   const key = JSON.stringify([student.baseUrl, studentModel, teacher.baseUrl, teacherModel]);
   if ((matched.get(key) ?? 0) > Date.now()) return { ok: true };

@@ -32,10 +32,30 @@ export interface InferenceEndpoint {
 }
 
 export type GenerationOutcome =
-  | { kind: "ok"; completion: Completion; attempts: number; latencyMs: number }
+  | {
+      kind: "ok";
+      completion: Completion;
+      attempts: number;
+      latencyMs: number;
+      /** The host that answered (another than the first when a failure moved the call). */
+      host: string;
+      /** The host refused the token fields and was asked again without them. */
+      refusedTokenFields: boolean;
+    }
   | Exclude<CallOutcome<Completion>, { kind: "ok" }>;
 
-export interface GenerateOptions extends Omit<RetryOptions, "retryRefusal"> {
+export interface GenerateOptions extends Omit<RetryOptions, "retryRefusal" | "elsewhere"> {
+  /** `X-Session-ID` on every request: the episode's id. */
+  sessionId?: string;
+  /**
+   * A retryable failure of `endpoint`, before its backoff: the endpoint to try next instead (a
+   * fleet's other host), or null to try the same one again after the backoff.
+   */
+  elsewhere?: (
+    failure: InferenceError,
+    endpoint: InferenceEndpoint,
+    signal: AbortSignal,
+  ) => Promise<InferenceEndpoint | null>;
   /**
    * Ask again without the token fields when the host refuses them with a 4xx (a group that can
    * go on without tokens); otherwise the refusal is the generation's answer.
@@ -96,6 +116,7 @@ async function sendOnce(
   request: CompletionRequest,
   signal: AbortSignal,
   readWhole: boolean,
+  sessionId: string | undefined,
 ): Promise<Completion> {
   const url = `${baseOf(endpoint)}${completionPath(request)}`;
   const response = await postJson(
@@ -104,6 +125,7 @@ async function sendOnce(
     requestBody(request),
     signal,
     endpoint.name ?? "inference host",
+    sessionId,
   );
   const streamed =
     request.stream &&
@@ -116,7 +138,11 @@ async function sendOnce(
       : await readCompletionStream(response.body, request.tokens);
   } catch (error) {
     if (signal.aborted || error instanceof InferenceError) throw error;
-    throw malformed(`the response broke off: ${String(error)}`, error);
+    throw new InferenceError("retryable", `the response broke off: ${String(error)}`, {
+      cause: error,
+      malformed: true,
+      unanswered: true,
+    });
   }
 }
 
@@ -130,10 +156,21 @@ export async function generate(
     (options.wholeStreamBytes ?? 0);
   let current = request;
   let tokensRefused: string | null = null;
+  let at = endpoint;
+  const { elsewhere } = options;
   const outcome = await callWithRetries(
-    (signal) => sendOnce(endpoint, current, signal, readWhole),
+    (signal) => sendOnce(at, current, signal, readWhole, options.sessionId),
     {
       ...options,
+      elsewhere:
+        elsewhere === undefined
+          ? undefined
+          : async (failure, signal) => {
+              const next = await elsewhere(failure, at, signal);
+              if (next === null) return false;
+              at = next;
+              return true;
+            },
       retryRefusal: (failure) => {
         // A host that will not take the token fields (SGLang while streaming) is asked again
         // without them; the completion then says why it has no tokens. A token-in prompt cannot
@@ -159,5 +196,12 @@ export async function generate(
       problem: `the host refused the token fields: ${tokensRefused}`,
     };
   }
-  return { kind: "ok", completion, attempts: outcome.attempts, latencyMs: outcome.latencyMs };
+  return {
+    kind: "ok",
+    completion,
+    attempts: outcome.attempts,
+    latencyMs: outcome.latencyMs,
+    host: baseOf(at),
+    refusedTokenFields: tokensRefused !== null,
+  };
 }

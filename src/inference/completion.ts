@@ -37,7 +37,16 @@ export interface Completion {
   content: string;
   toolCalls: ToolCall[];
   finishReason: string | null;
-  usage: { promptTokens: number; completionTokens: number } | null;
+  usage: {
+    promptTokens: number;
+    completionTokens: number;
+    /**
+     * Prompt tokens the host served from its prefix cache (`prompt_tokens_details.cached_tokens`:
+     * vLLM with `--enable-prompt-tokens-details`, SGLang with `--enable-cache-report`, both of
+     * which leave it out when it is 0); null when the host did not say.
+     */
+    cachedTokens: number | null;
+  } | null;
   /** The host's token fields, when they were asked for; null when not. */
   tokens: TokenFields | null;
 }
@@ -112,6 +121,9 @@ const UsageSchema = z
   .object({
     prompt_tokens: z.number().int().nonnegative(),
     completion_tokens: z.number().int().nonnegative(),
+    prompt_tokens_details: z
+      .object({ cached_tokens: z.number().int().nonnegative().nullish() })
+      .nullish(),
   })
   .nullish();
 
@@ -147,6 +159,10 @@ export const CompletionBodySchema = z.object({
 
 export function usageOf(usage: z.infer<typeof UsageSchema>): Completion["usage"] {
   return usage
-    ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }
+    ? {
+        promptTokens: usage.prompt_tokens,
+        completionTokens: usage.completion_tokens,
+        cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? null,
+      }
     : null;
 }

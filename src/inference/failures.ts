@@ -14,12 +14,18 @@ export interface InferenceErrorOptions extends ErrorOptions {
   retryAfterS?: number | undefined;
   /** The host answered, but with a body that is not a completion (as opposed to no answer). */
   malformed?: boolean;
+  /** No answer at all: the connection was refused or reset, or the response broke off. */
+  unanswered?: boolean;
+  /** The HTTP status the host answered with, when it answered with an error status. */
+  status?: number;
 }
 
 export class InferenceError extends Error {
   override name = "InferenceError";
   readonly retryAfterS: number | undefined;
   readonly malformed: boolean;
+  readonly unanswered: boolean;
+  readonly status: number | null;
   constructor(
     readonly kind: FailureKind,
     message: string,
@@ -28,6 +34,8 @@ export class InferenceError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.retryAfterS = options.retryAfterS;
     this.malformed = options.malformed ?? false;
+    this.unanswered = options.unanswered ?? false;
+    this.status = options.status ?? null;
   }
 }
 
@@ -49,7 +57,10 @@ export function errorForStatus(
 ): InferenceError {
   const detail = `${from} answered ${status}: ${body.slice(0, 300)}`;
   if (status === 429 || status >= 500)
-    return new InferenceError("retryable", detail, { retryAfterS: parseRetryAfter(retryAfter) });
-  if (CONTEXT_LENGTH.test(body)) return new InferenceError("context_exceeded", detail);
-  return new InferenceError("rejected", detail);
+    return new InferenceError("retryable", detail, {
+      retryAfterS: parseRetryAfter(retryAfter),
+      status,
+    });
+  if (CONTEXT_LENGTH.test(body)) return new InferenceError("context_exceeded", detail, { status });
+  return new InferenceError("rejected", detail, { status });
 }

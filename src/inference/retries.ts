@@ -33,6 +33,11 @@ export interface RetryOptions {
    * try once more" (a host refusing the token fields is asked without them).
    */
   retryRefusal?: (failure: InferenceError) => boolean;
+  /**
+   * Sees every retryable failure before its backoff (a fleet counts it against the host); true
+   * means the next attempt goes to another host, at once, without the backoff.
+   */
+  elsewhere?: (failure: InferenceError, signal: AbortSignal) => Promise<boolean>;
 }
 
 class DeadlineExceeded extends Error {
@@ -98,6 +103,9 @@ export async function callWithRetries<T>(
         const exhausted: GenerationFailure = failure.malformed ? "malformed" : "unavailable";
         if (attempts > options.maxRetries)
           return { kind: "failed", failure: exhausted, attempts, message: failure.message };
+        if (options.elsewhere !== undefined && (await options.elsewhere(failure, signal))) continue;
+        if (deadline.signal.aborted)
+          return { kind: "timeout", attempts, latencyMs: Date.now() - started };
         const delayMs = backoffMs(attempts, failure.retryAfterS);
         if (Date.now() + delayMs >= started + options.deadlineMs) {
           // The host answered, badly, until the time ran out: report that, not a timeout.
@@ -131,9 +139,15 @@ export async function postJson(
   body: string,
   signal: AbortSignal,
   from = "inference host",
+  /**
+   * `X-Session-ID`: the episode. Routers that keep a session on one replica key on it (vLLM's
+   * router reads it first, src/policies/hash_key.rs), so a fleet behind one keeps its caches.
+   */
+  sessionId?: string,
 ): Promise<Response> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+  if (sessionId !== undefined) headers["x-session-id"] = sessionId;
   let response: Response;
   try {
     response = await fetch(url, { method: "POST", headers, body, signal });
@@ -141,6 +155,7 @@ export async function postJson(
     if (signal.aborted) throw error;
     throw new InferenceError("retryable", `could not reach the ${from}: ${String(error)}`, {
       cause: error,
+      unanswered: true,
     });
   }
   if (!response.ok) {

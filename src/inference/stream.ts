@@ -25,7 +25,11 @@ interface Chunk {
     };
     finish_reason?: unknown;
   }[];
-  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+  usage?: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  } | null;
 }
 
 /** Accumulates the chunks of one streamed completion. */
@@ -74,7 +78,12 @@ class StreamedCompletion {
       typeof usage.prompt_tokens === "number" &&
       typeof usage.completion_tokens === "number"
     ) {
-      this.usage = usageOf(usage);
+      const cached = usage.prompt_tokens_details?.cached_tokens;
+      this.usage = usageOf({
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        prompt_tokens_details: { cached_tokens: typeof cached === "number" ? cached : null },
+      });
     }
     const choice = chunk.choices?.[0];
     this.tokens?.add(

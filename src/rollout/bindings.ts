@@ -10,6 +10,7 @@
  */
 import type { ScoreWorkerApi } from "../env-workers/score-worker";
 import type { StepWorkerApi } from "../env-workers/step-worker";
+import type { FleetApi } from "../fleet/fleet-api";
 import type { RolloutGroupApi } from "./group-api";
 import type { LanderApi } from "./landing";
 
@@ -23,9 +24,9 @@ export function lander(env: Env): LanderApi {
   return env.LANDER.get(env.LANDER.idFromName("global")) as unknown as LanderApi;
 }
 
-/** The in-flight limiter: one global object, unless a test wants one of its own. */
-export function inflightLimiter(env: Env, name = "global") {
-  return env.INFLIGHT_LIMITER.get(env.INFLIGHT_LIMITER.idFromName(name));
+/** The fleet scheduler: one global object, unless a test wants one of its own. */
+export function fleetScheduler(env: Env, name = "global"): FleetApi {
+  return env.FLEET.get(env.FLEET.idFromName(name)) as unknown as FleetApi;
 }
 
 export function stepWorker(env: Env): StepWorkerApi {

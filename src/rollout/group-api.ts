@@ -10,6 +10,11 @@ export interface RolloutGroupApi {
   status(): Promise<LiveGroupStatus | null>;
   /** The run's policy changed: follow it (resume, or cancel a group gone stale). */
   policyChanged(policy: KnownPolicy): Promise<void>;
+  /**
+   * The fleet changed under the group's episodes (a host ejected, paused, or serving another
+   * version): each checks its host with the fleet scheduler before its next generation.
+   */
+  hostsChanged(): Promise<void>;
 }
 
 /**

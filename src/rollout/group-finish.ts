@@ -7,13 +7,13 @@
  */
 import type { Config } from "../config";
 import { teachEpisodes } from "../distill/teacher-scoring";
+import type { HostPermits } from "../fleet/host-permits";
 import { errorMessage } from "../sdk";
 import { backoffDelayMs } from "../utils/backoff";
 import { lander, scoreWorker } from "./bindings";
 import type { TokenPolicy } from "./generation/token-policy";
 import type { GroupSpec } from "./group-spec";
 import { type LandingOutcome, landGroup, landingPayload } from "./landing";
-import type { Permits } from "./limiter/permits";
 import { END, failed } from "./outcomes";
 import type { PolicyWatch } from "./policy-watch";
 import { assignCredit, failUngraded, scoreEpisodes } from "./rewards";
@@ -31,7 +31,7 @@ export interface FinishContext {
   policy: PolicyWatch;
   tokens: TokenPolicy;
   /** The group's permits, which the teacher holds too when it is the inference host itself. */
-  permits: Permits | null;
+  permits: HostPermits | null;
 }
 
 export type FinishResult =

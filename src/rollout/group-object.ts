@@ -8,17 +8,24 @@
 import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
 import { readRunPolicy } from "../db/run-policies";
+import type { Grant } from "../fleet/fleet-api";
+import {
+  fleetPermits,
+  type HostPermits,
+  type Routing,
+  soleHostPermits,
+} from "../fleet/host-permits";
+import { fleetHosts } from "../fleet/hosts-config";
 import { type KnownPolicy, knownPolicy } from "../policy/known-policy";
 import { staleness } from "../policy/lag";
 import { errorMessage } from "../sdk";
-import { stepWorker } from "./bindings";
+import { fleetScheduler, stepWorker } from "./bindings";
 import { permitLeaseMs } from "./generation/admission";
 import { tokenPolicyOf } from "./generation/token-policy";
 import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api";
 import { finishGroup, retryDelayMs } from "./group-finish";
 import type { GroupRuntime } from "./group-runtime";
 import type { GroupSpec } from "./group-spec";
-import { groupPermits } from "./limiter/permits";
 import { liveStatus } from "./live-status";
 import { END, failed, TERMINAL_STATES } from "./outcomes";
 import { PolicyWatch } from "./policy-watch";
@@ -95,6 +102,39 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     if (this.drivers.size === 0 && this.finishing === null) this.resume().catch(() => {});
   }
 
+  async hostsChanged(): Promise<void> {
+    this.runtime?.generation.permits.recheck();
+  }
+
+  /**
+   * The group's side of the fleet: with one host and no limit nothing needs scheduling; otherwise
+   * every permit comes from the fleet scheduler. Each episode's host and the group's home are
+   * stored, so a restarted instance asks for the same hosts.
+   */
+  private hostPermits(spec: GroupSpec): HostPermits {
+    const routing: Routing = {
+      groupRoute: () => {
+        const policy = this.policy.known();
+        return {
+          key: spec.groupId,
+          preferred: [this.store.exists() ? this.store.group.get().homeHost : null],
+          policy: policy === null ? null : { version: policy.version, maxLag: policy.maxLag },
+          avoid: null,
+          model: spec.request.sampling.model,
+        };
+      },
+      hostOf: (episode) => (this.store.exists() ? this.store.episodes.get(episode).host : null),
+      granted: (episode: number, grant: Grant) => {
+        if (this.store.exists()) this.store.routeEpisode(episode, grant.host);
+      },
+    };
+    const hosts = fleetHosts(this.config);
+    const [only] = hosts;
+    if (hosts.length === 1 && only !== undefined && !Number.isFinite(only.maxInflight))
+      return soleHostPermits(only, routing);
+    return fleetPermits(fleetScheduler(this.env), spec.groupId, routing);
+  }
+
   override async alarm(): Promise<void> {
     if (!this.store.exists()) return;
     const due = this.store.timers.due(Date.now());
@@ -122,11 +162,8 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         policy: this.policy,
         writeTurn: sharedWriteTurn(),
         generation: {
-          endpoint: {
-            baseUrl: this.config.INFERENCE_BASE_URL,
-            apiKey: this.config.INFERENCE_API_KEY,
-          },
-          permits: groupPermits(this.env, spec.groupId, this.config.MAX_INFLIGHT_GENERATIONS),
+          apiKey: this.config.INFERENCE_API_KEY,
+          permits: this.hostPermits(spec),
           tokens: tokenPolicyOf(spec.request),
           seams: { measuring: null },
         },
@@ -246,6 +283,8 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    * lands it once every episode has ended); a resumed run's drivers go on by themselves.
    */
   private followPolicy(): void {
+    // A host serving a declared version may now be too far behind the run's: episodes check.
+    this.runtime?.generation.permits.recheck();
     const policy = this.policy.known();
     const group = this.store.group.get();
     if (policy === null || group.phase !== "running") return;

@@ -5,19 +5,22 @@
  */
 import type { Config } from "../config";
 import type { StepWorkerApi } from "../env-workers/step-worker";
-import type { InferenceEndpoint } from "../inference/client";
+import type { HostPermits } from "../fleet/host-permits";
 import type { TokenPolicy } from "./generation/token-policy";
 import type { SeamsCache } from "./generation/token-prompt";
 import type { GroupSpec } from "./group-spec";
-import type { Permits } from "./limiter/permits";
 import type { PolicyWatch } from "./policy-watch";
 import type { GroupStorage } from "./storage/group-storage";
 
 /** Where a group's generations go, and how. */
 export interface GenerationContext {
-  endpoint: InferenceEndpoint;
-  /** The group's side of the global in-flight limit toward the host. */
-  permits: Permits;
+  /** The key every host of the fleet takes (INFERENCE_API_KEY). */
+  apiKey: string | undefined;
+  /**
+   * The group's side of the fleet scheduler: each episode's permit names the host its
+   * generations go to, and bounds what is in flight toward that host.
+   */
+  permits: HostPermits;
   /** What it asks of, records and lands of the host's tokens. */
   tokens: TokenPolicy;
   /** Token-in generation: the host template's seams, measured once for the group. */

@@ -60,6 +60,7 @@ const LANDED_COLUMNS = [
   "token_object",
   "token_object_bytes",
   "tools",
+  "host_failures",
   "policy_version_min",
   "policy_version_max",
   "finished_at",
@@ -120,7 +121,7 @@ export function landingPayload(
   policy: PolicyWatch | null = null,
 ): LandingPayload {
   const { tools } = store;
-  const { spec, creditApplied, warnings } = store.group.get();
+  const { spec, creditApplied, warnings, hostFailures } = store.group.get();
   const { request } = spec;
   const rows = store.episodes.all();
   const scores = rows.flatMap((e) => (e.state !== "failed" && e.reward ? [e.reward.score] : []));
@@ -213,6 +214,8 @@ export function landingPayload(
         newPromptTokens: turn?.newPromptTokens ?? null,
         prefixBreak: turn ? turn.prefixBreak : null,
         policyVersion: m.sampled && m.turn !== null ? versionOf(e.idx, m.turn) : null,
+        host: m.host,
+        cachedTokens: m.cachedTokens,
       };
     }),
   );
@@ -225,6 +228,7 @@ export function landingPayload(
   const group: typeof groups.$inferInsert = {
     ...groupRow(spec, status),
     tools: toolSets.size > 0 ? Object.fromEntries(toolSets) : null,
+    hostFailures: Object.keys(hostFailures).length > 0 ? hostFailures : null,
     failureReason: status === "failed" ? `every episode failed: ${reasons.join(", ")}` : null,
     creditApplied,
     warnings,

@@ -105,13 +105,14 @@ export class PolicyWatch {
   }
 
   /**
-   * Records the version a turn's generation was sent at; a re-send records its own. Only once the
-   * run has a policy: before, every turn is sampled by the group's own version, which needs no
-   * row (a run that never sets one writes nothing per turn).
+   * Records the version a turn's generation was sent at; a re-send records its own. That is the
+   * host's when its trainer declared the version it serves (a rolling weight sync), else the
+   * run's, once the run has a policy: before, every turn is sampled by the group's own version,
+   * which needs no row (a run that never sets one writes nothing per turn).
    */
-  recordSend(idx: number, turn: number): void {
-    const policy = this.table.known();
-    if (policy !== null) this.table.recordSend(idx, turn, policy.version);
+  recordSend(idx: number, turn: number, hostVersion: number | null = null): void {
+    const version = hostVersion ?? this.table.known()?.version ?? null;
+    if (version !== null) this.table.recordSend(idx, turn, version);
   }
 
   /** The version a turn was sent at: the recorded one, else the group's own (sent before any). */

@@ -5,6 +5,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newGroupId } from "../../src/rollout/group-ids";
 import { GroupStorage } from "../../src/rollout/storage/group-storage";
+import { GROUP_MIGRATIONS } from "../../src/rollout/storage/migrations";
 import { appliedVersion, type Migration, migrate } from "../../src/utils/migrations";
 import { groupStub, guessExample, waitForGroup } from "./helpers";
 
@@ -162,7 +163,7 @@ describe("a group object written by an earlier deploy", () => {
       };
     });
     expect(read.exists).toBe(true);
-    expect(read.version).toBe(2);
+    expect(read.version).toBe(GROUP_MIGRATIONS.length);
     expect(read.request).toEqual({
       generation: "chat",
       tokens: "auto",

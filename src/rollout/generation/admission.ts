@@ -1,15 +1,17 @@
 /**
- * When an episode may send its generation: once it holds a permit of the global in-flight limit
- * and its run is not paused for a weight sync. The deadline clock starts only after this.
+ * When an episode may send its generation, and where: once it holds a permit on a host of the
+ * fleet (src/fleet/) and its run is not paused for a weight sync. The deadline clock starts only
+ * after this.
  */
 import { generationDeadlineMs } from "../../config";
+import type { Grant } from "../../fleet/fleet-api";
 import type { GroupRuntime } from "../group-runtime";
 
 export type Admission =
-  /** It holds a permit; its run was not paused meanwhile. */
-  | { kind: "ready" }
+  /** It holds a permit on `grant.host`; its run was not paused meanwhile. */
+  | { kind: "ready"; grant: Grant }
   /** It holds a permit after waiting out a pause: a parked retry's window must start afresh. */
-  | { kind: "after_pause" }
+  | { kind: "after_pause"; grant: Grant }
   /** Its group was cancelled as stale instead. */
   | { kind: "cancelled" };
 
@@ -37,9 +39,11 @@ export async function admit(rt: GroupRuntime, idx: number): Promise<Admission> {
     }
     if (rt.policy.stale !== null) return { kind: "cancelled" };
     // Interrupted by a pause or the cancellation while queued: go round again.
-    if (!(await permits.hold(idx, permitLeaseMs(rt), rt.policy.interruption))) continue;
+    const grant = await permits.hold(idx, permitLeaseMs(rt), rt.policy.interruption);
+    if (grant === null) continue;
     if (rt.policy.stale !== null) return { kind: "cancelled" };
     // Paused just as the permit came: it waits again, the permit given back.
-    if (!rt.policy.paused) return paused ? { kind: "after_pause" } : { kind: "ready" };
+    if (!rt.policy.paused)
+      return paused ? { kind: "after_pause", grant } : { kind: "ready", grant };
   }
 }

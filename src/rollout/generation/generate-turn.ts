@@ -5,12 +5,14 @@
  * recorded or settled. A first timeout is tried once more here; anything else is the result.
  */
 import { generationDeadlineMs } from "../../config";
-import { generate } from "../../inference/client";
+import type { Grant } from "../../fleet/fleet-api";
+import { generate, type InferenceEndpoint } from "../../inference/client";
+import type { InferenceError } from "../../inference/failures";
 import type { ChatMessage } from "../../sdk";
 import type { GroupRuntime } from "../group-runtime";
-import { generationSeed } from "../group-spec";
+import { episodeId, generationSeed } from "../group-spec";
 import { END, failed } from "../outcomes";
-import { admit } from "./admission";
+import { admit, permitLeaseMs } from "./admission";
 import { fitsContext } from "./context-budget";
 import { type Attempt, INLINE_BACKOFF_MS, promptIds } from "./prompt-ids";
 import { recordAction } from "./record-action";
@@ -34,6 +36,35 @@ export async function generateTurn(
     const result = await attempt(rt, idx, transcript);
     if (result.kind !== "queued") return result;
   }
+}
+
+/** The host refused the token fields before: it is not asked again, and this says why. */
+const KNOWN_REFUSAL = "the host does not send token fields (it refused them before)";
+
+/**
+ * A failed call to the episode's host, before the retry's backoff: counted against the host
+ * (the fleet ejects one that keeps failing) and, when the fleet moves the episode, the endpoint
+ * to retry on at once. A 429 is a busy host, not a broken one: retried there after the backoff.
+ */
+function failover(rt: GroupRuntime, idx: number, onMove: (grant: Grant) => void) {
+  return async (
+    failure: InferenceError,
+    endpoint: InferenceEndpoint,
+    signal: AbortSignal,
+  ): Promise<InferenceEndpoint | null> => {
+    if (failure.status === 429) return null;
+    const host = endpoint.baseUrl;
+    rt.store.group.countHostFailure(host);
+    const next = await rt.generation.permits.failed(
+      idx,
+      { host, at: Date.now(), error: failure.message, unreachable: failure.unanswered },
+      permitLeaseMs(rt),
+      signal,
+    );
+    if (next === null || next.host === host) return null;
+    onMove(next);
+    return { baseUrl: next.host, apiKey: rt.generation.apiKey };
+  };
 }
 
 /** Whatever is pending is sent once, or found lost, or out of budget. */
@@ -67,6 +98,7 @@ async function attempt(
   // a paused run to resume.
   const admitted = await admit(rt, idx);
   if (admitted.kind === "cancelled") return CANCELLED;
+  let { grant } = admitted;
   // A retry stays inside its attempt's deadline window; a fresh attempt opens a new one, and so
   // does a parked retry that then waited out a pause (the pause must not use up its window).
   let sending: Attempt = {
@@ -79,21 +111,24 @@ async function attempt(
   store.generations.markSent(idx, sending.deadlineAt);
   let prompt: Int32Array | undefined;
   if (rt.generation.tokens.promptsFromIds) {
-    const built = await promptIds(rt, idx, transcript, sending);
+    const built = await promptIds(rt, idx, transcript, sending, grant);
     if (built.kind !== "ids") return built;
-    ({ ids: prompt, attempt: sending } = built);
+    ({ ids: prompt, attempt: sending, grant } = built);
   }
-  // The version that samples this turn: the run's as the group knows it as the request goes out.
+  // The version that samples this turn: the host's when its trainer declared one, else the
+  // run's as the group knows it as the request goes out.
   const turn = store.episodes.get(idx).turns;
-  rt.policy.recordSend(idx, turn);
+  rt.policy.recordSend(idx, turn, grant.policyVersion);
+  const wantsTokens = rt.generation.tokens.ask(store.tokens.mode(idx));
+  const sentTo = grant.host;
   const outcome = await generate(
-    rt.generation.endpoint,
+    { baseUrl: grant.host, apiKey: rt.generation.apiKey },
     {
       sampling: request.sampling,
       messages: transcript,
       seed: generationSeed(request.sampling, idx, turn),
       stream: config.INFERENCE_STREAM,
-      tokens: rt.generation.tokens.ask(store.tokens.mode(idx)),
+      tokens: wantsTokens && grant.tokenFields !== false,
       prompt,
       tools: store.tools.of(idx)?.tools,
     },
@@ -105,12 +140,40 @@ async function attempt(
       retryWithoutTokens: rt.generation.tokens.retryWithout,
       // A group cancelled as stale aborts its generations in flight (the driver ends them).
       signal: rt.policy.signal,
+      sessionId: episodeId(spec.groupId, idx),
+      elsewhere: failover(rt, idx, (next) => {
+        grant = next;
+      }),
     },
   );
   await rt.writeTurn();
-  if (outcome.kind === "ok") return recordAction(rt, idx, transcript, outcome);
+  if (outcome.kind === "ok") {
+    const { permits } = rt.generation;
+    permits.answered(outcome.host, Date.now());
+    if (outcome.refusedTokenFields) permits.learnTokenFieldsRefused(outcome.host);
+    // Moved to another host mid-call: a re-sent turn records the version that sampled it.
+    if (outcome.host !== sentTo) rt.policy.recordSend(idx, turn, grant.policyVersion);
+    if (wantsTokens && grant.tokenFields === false && outcome.completion.tokens === null)
+      outcome.completion.tokens = { kind: "missing", problem: KNOWN_REFUSAL };
+    return recordAction(rt, idx, transcript, outcome);
+  }
   // Cancelled meanwhile: an action that came back is kept (above); anything else is not parked
   // or failed, the driver ends the episode as stale.
   if (rt.policy.stale !== null) return CANCELLED;
+  if (outcome.kind === "timeout") {
+    // No answer in the window: the host counts it, and the retry goes elsewhere if it can.
+    store.group.countHostFailure(grant.host);
+    await rt.generation.permits.failed(
+      idx,
+      {
+        host: grant.host,
+        at: Date.now(),
+        error: "no answer within the deadline",
+        unreachable: true,
+      },
+      permitLeaseMs(rt),
+      rt.policy.interruption,
+    );
+  }
   return settle(rt, idx, outcome, { deadlineAt: sending.deadlineAt, windowMs });
 }

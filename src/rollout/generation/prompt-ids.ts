@@ -4,6 +4,7 @@
  * exactly before anything is sent.
  */
 import { generationDeadlineMs } from "../../config";
+import type { Grant } from "../../fleet/fleet-api";
 import type { ChatMessage } from "../../sdk";
 import type { GroupRuntime } from "../group-runtime";
 import { END, failed } from "../outcomes";
@@ -21,7 +22,9 @@ export interface Attempt {
   retriesLeft: number;
 }
 
-export type PromptIds = { kind: "ids"; ids: Int32Array; attempt: Attempt } | AttemptResult;
+export type PromptIds =
+  /** `grant`: where it goes now (another host if the run paused meanwhile and it moved). */
+  { kind: "ids"; ids: Int32Array; attempt: Attempt; grant: Grant } | AttemptResult;
 
 /**
  * The generation is marked sent already, so an eviction while tokenizing counts as a
@@ -32,13 +35,14 @@ export async function promptIds(
   idx: number,
   transcript: readonly ChatMessage[],
   attempt: Attempt,
+  grant: Grant,
 ): Promise<PromptIds> {
   const { store, spec } = rt;
   const { request } = spec;
   const windowMs = generationDeadlineMs(rt.config, request.max_context_tokens);
   const built = await tokenInPrompt(
     {
-      endpoint: rt.generation.endpoint,
+      endpoint: { baseUrl: grant.host, apiKey: rt.generation.apiKey },
       model: request.sampling.model,
       tokens: store.tokens,
       seams: rt.generation.seams,
@@ -66,10 +70,13 @@ export async function promptIds(
     return ENDED;
   }
   let { deadlineAt } = attempt;
+  let sendTo = grant;
   // Paused or cancelled while the prompt was built: nothing goes out until the run resumes.
   if (rt.policy.paused || rt.policy.stale !== null) {
     store.generations.unsend(idx);
-    if ((await admit(rt, idx)).kind === "cancelled") return CANCELLED;
+    const admitted = await admit(rt, idx);
+    if (admitted.kind === "cancelled") return CANCELLED;
+    sendTo = admitted.grant;
     deadlineAt = Date.now() + windowMs;
     store.generations.markSent(idx, deadlineAt);
   }
@@ -77,5 +84,6 @@ export async function promptIds(
     kind: "ids",
     ids: built.ids,
     attempt: { deadlineAt, retriesLeft: Math.max(0, attempt.retriesLeft - built.retries) },
+    grant: sendTo,
   };
 }

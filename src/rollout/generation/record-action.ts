@@ -36,6 +36,8 @@ export function recordAction(
       finishReason: completion.finishReason,
       latencyMs: outcome.latencyMs,
       attempts: outcome.attempts,
+      host: outcome.host,
+      cachedTokens: completion.usage?.cachedTokens ?? null,
     },
     tokens,
   );

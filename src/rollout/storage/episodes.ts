@@ -39,6 +39,8 @@ export interface EpisodeRow {
   advantage: number | null;
   perTurnRewards: number[] | null;
   perTurnAdvantages: number[] | null;
+  /** The host its generations go to; null before its first (src/fleet/routing.ts). */
+  host: string | null;
 }
 
 /** What the host counted of an episode so far. */
@@ -75,6 +77,7 @@ function toEpisode(r: Row): EpisodeRow {
     advantage: numOrNull(r.advantage),
     perTurnRewards: numbersOrNull(r.per_turn_rewards),
     perTurnAdvantages: numbersOrNull(r.per_turn_advantages),
+    host: textOrNull(r.host),
   };
 }
 
@@ -97,6 +100,7 @@ const UPDATABLE = [
   "advantage",
   "perTurnRewards",
   "perTurnAdvantages",
+  "host",
 ] as const;
 
 /** An episode as `insert` writes it, and as the table's defaults fill it in. */
@@ -121,6 +125,7 @@ function newEpisode(idx: number, startedAt: number): EpisodeRow {
     advantage: null,
     perTurnRewards: null,
     perTurnAdvantages: null,
+    host: null,
   };
 }
 
@@ -193,6 +198,11 @@ export class EpisodesTable {
   /** Its opening prompt is recorded: it waits for its first generation. */
   opened(idx: number, openingCount: number, maxTurns: number): void {
     this.change(idx, { state: "generating", openingCount, maxTurns });
+  }
+
+  /** Its generations go to `host` from now on. */
+  routed(idx: number, host: string): void {
+    this.change(idx, { host });
   }
 
   /** Its action is recorded: it waits for the environment's step. */

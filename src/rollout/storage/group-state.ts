@@ -21,9 +21,14 @@ export interface GroupRow {
   creditApplied: string | null;
   warnings: string[];
   lastError: string | null;
+  /** The host its first episode was routed to: where the others start (they share a prompt). */
+  homeHost: string | null;
+  /** Failed calls to the inference hosts, by host: landed for `host_stats`. */
+  hostFailures: Record<string, number>;
 }
 
 const WarningsSchema = z.array(z.string());
+const HostFailuresSchema = z.record(z.string(), z.number().int());
 
 function toGroup(r: Row): GroupRow {
   return {
@@ -35,6 +40,8 @@ function toGroup(r: Row): GroupRow {
     creditApplied: textOrNull(r.credit_applied),
     warnings: WarningsSchema.parse(jsonOf(r.warnings)),
     lastError: textOrNull(r.last_error),
+    homeHost: textOrNull(r.home_host),
+    hostFailures: HostFailuresSchema.parse(jsonOf(r.host_failures ?? "{}")),
   };
 }
 
@@ -46,6 +53,8 @@ const UPDATABLE = [
   "creditApplied",
   "warnings",
   "lastError",
+  "homeHost",
+  "hostFailures",
 ] as const;
 
 export class GroupStateTable {
@@ -84,6 +93,8 @@ export class GroupStateTable {
       credit_applied: null,
       warnings: "[]",
       last_error: null,
+      home_host: null,
+      host_failures: "{}",
     });
     this.db.afterCommit(() => {
       this.cache = row;
@@ -113,6 +124,20 @@ export class GroupStateTable {
       ...(what === "score" ? { scoreAttempts: attempts } : { landAttempts: attempts }),
     });
     return attempts;
+  }
+
+  /** The group's first routed episode names its home host. */
+  setHomeHost(host: string): void {
+    this.update.run({ homeHost: host });
+    this.patch({ homeHost: host });
+  }
+
+  /** One more failed call to `host`. */
+  countHostFailure(host: string): void {
+    const hostFailures = { ...this.get().hostFailures };
+    hostFailures[host] = (hostFailures[host] ?? 0) + 1;
+    this.update.run({ hostFailures: JSON.stringify(hostFailures) });
+    this.patch({ hostFailures });
   }
 
   /** Credit is assigned: the group moves on to landing. */

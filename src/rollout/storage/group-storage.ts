@@ -90,6 +90,18 @@ export class GroupStorage {
     });
   }
 
+  /**
+   * The episode's generations go to `host` from now on; the group's first routed episode makes
+   * it the group's home. Written before the host is called, so a restart routes the same way.
+   */
+  routeEpisode(idx: number, host: string): void {
+    if (this.episodes.get(idx).host === host && this.group.get().homeHost !== null) return;
+    this.db.transaction(() => {
+      if (this.episodes.get(idx).host !== host) this.episodes.routed(idx, host);
+      if (this.group.get().homeHost === null) this.group.setHomeHost(host);
+    });
+  }
+
   /** A generation sent by an earlier instance of this object, lost with it: send it again. */
   recordRedispatch(idx: number): void {
     this.db.transaction(() => {

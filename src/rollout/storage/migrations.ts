@@ -150,6 +150,18 @@ INSERT INTO timers_by_kind (kind, episode, due_at)
 DROP TABLE timers;
 ALTER TABLE timers_by_kind RENAME TO timers;`;
 
+/**
+ * Version 3: the fleet. Each episode keeps the host its generations go to and the group its home
+ * host (a restarted object routes the same way); each sampled message records the host that
+ * answered and the prompt tokens it had cached; the group counts its failures by host.
+ */
+const FLEET = `
+ALTER TABLE episodes ADD COLUMN host TEXT;
+ALTER TABLE group_state ADD COLUMN home_host TEXT;
+ALTER TABLE group_state ADD COLUMN host_failures TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE messages ADD COLUMN host TEXT;
+ALTER TABLE messages ADD COLUMN cached_tokens INTEGER;`;
+
 const sql = (text: string) => (db: SqlStorage) => {
   db.exec(text);
 };
@@ -157,4 +169,5 @@ const sql = (text: string) => (db: SqlStorage) => {
 export const GROUP_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "the stores' tables of earlier deploys", up: sql(STORES_OF_EARLIER_DEPLOYS) },
   { version: 2, name: "timers keyed by kind and episode", up: sql(TYPED_TIMERS) },
+  { version: 3, name: "hosts of a fleet: routing, answers, failures", up: sql(FLEET) },
 ];

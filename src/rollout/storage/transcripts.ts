@@ -18,6 +18,10 @@ export interface MessageRow {
   latencyMs: number | null;
   attempts: number | null;
   truncated: boolean | null;
+  /** The host that sampled it (sampled messages only). */
+  host: string | null;
+  /** Prompt tokens the host found in its prefix cache; null when it did not say. */
+  cachedTokens: number | null;
 }
 
 /** What the host reported for one sampled action. */
@@ -27,6 +31,9 @@ export interface ActionStats {
   finishReason: string | null;
   latencyMs: number;
   attempts: number;
+  /** The host that answered (a fleet's, src/fleet/). */
+  host?: string | null;
+  cachedTokens?: number | null;
 }
 
 const messageOf = (r: Row) => ChatMessageSchema.parse(jsonOf(r.message));
@@ -44,6 +51,8 @@ function toMessage(r: Row): MessageRow {
     latencyMs: numOrNull(r.latency_ms),
     attempts: numOrNull(r.attempts),
     truncated: boolOrNull(r.truncated),
+    host: textOrNull(r.host),
+    cachedTokens: numOrNull(r.cached_tokens),
   };
 }
 
@@ -117,7 +126,8 @@ export class TranscriptsTable {
       const stats = action?.stats;
       this.db.exec(
         `INSERT INTO messages (idx, seq, turn, sampled, message, prompt_tokens, completion_tokens,
-           finish_reason, latency_ms, attempts, truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           finish_reason, latency_ms, attempts, truncated, host, cached_tokens)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         idx,
         first + i,
         turn,
@@ -129,6 +139,8 @@ export class TranscriptsTable {
         stats?.latencyMs ?? null,
         stats?.attempts ?? null,
         action === undefined ? null : action.truncated ? 1 : 0,
+        stats?.host ?? null,
+        stats?.cachedTokens ?? null,
       );
     }
     this.db.afterCommit(() => this.next.set(idx, first + messages.length));

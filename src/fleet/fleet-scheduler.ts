@@ -1,0 +1,427 @@
+/**
+ * The one object that schedules generations over the inference fleet. An episode takes a permit
+ * when its driver starts and holds it through its turns (it never has more than one generation
+ * in flight), giving it back when it ends or parks; the permit names the host its generations go
+ * to (routing.ts: affinity, bounded by load), so the permits held on a host bound what is in
+ * flight toward it. Over every host's cap, episodes wait in a fair queue: groups take turns, each
+ * group's waiters in order. Each host's health (health.ts), pause, declared policy version and
+ * learned capabilities are kept here and persisted with the permits, so a restart forgets none.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { configFrom } from "../config";
+import { rolloutGroup } from "../rollout/bindings";
+import { migrate } from "../utils/migrations";
+import type { FleetApi, Grant, HostFailure, HostView, Route } from "./fleet-api";
+import { answered, failed, readmitted } from "./health";
+import { HostRecords } from "./host-records";
+import { type FleetHost, fleetHosts } from "./hosts-config";
+import { FLEET_MIGRATIONS } from "./migrations";
+import { probeHost } from "./probe";
+import { chooseHost, type HostLoad, type LoadBound } from "./routing";
+
+interface Waiter {
+  ticket: string;
+  leaseMs: number;
+  route: Route;
+  answer: (grant: Grant | null) => void;
+}
+
+interface Permit {
+  group: string;
+  host: string;
+  expiresAt: number;
+}
+
+export class FleetScheduler extends DurableObject<Env> implements FleetApi {
+  private readonly config = configFrom(this.env);
+  private readonly bound: LoadBound = {
+    loadFactor: this.config.FLEET_LOAD_FACTOR,
+    slack: this.config.FLEET_LOAD_SLACK,
+  };
+  private configured: FleetHost[];
+  private readonly records: HostRecords;
+  private readonly permits = new Map<string, Permit>();
+  /** Permits held on each host. */
+  private readonly load = new Map<string, number>();
+  private readonly waiting = new Map<string, Waiter[]>();
+  /** Groups with waiters, in the order they are served (round robin). */
+  private readonly turns: string[] = [];
+  /** When the alarm is set to go off, as far as this instance knows. */
+  private alarmAt: number | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage, FLEET_MIGRATIONS);
+    const own = ctx.storage.sql.exec("SELECT hosts FROM configured_hosts").toArray()[0];
+    this.configured = own
+      ? (
+          JSON.parse(String(own.hosts)) as (Omit<FleetHost, "maxInflight"> & {
+            maxInflight: number | null;
+          })[]
+        ).map((h) => ({ ...h, maxInflight: h.maxInflight ?? Number.POSITIVE_INFINITY }))
+      : fleetHosts(this.config);
+    this.records = new HostRecords(ctx.storage.sql);
+    const first = this.configured[0]?.url ?? "";
+    for (const r of ctx.storage.sql.exec("SELECT * FROM permits")) {
+      // A permit of the single-host limiter of earlier deploys is the first host's.
+      this.hold(String(r.ticket), {
+        group: String(r.group_id),
+        host: r.host === null ? first : String(r.host),
+        expiresAt: Number(r.expires_at),
+      });
+    }
+    ctx.blockConcurrencyWhile(async () => {
+      this.alarmAt = await ctx.storage.getAlarm();
+    });
+  }
+
+  /**
+   * This object's hosts instead of the configured ones: a fleet of its own for a test, or for a
+   * deployment that names several. The global fleet takes the Worker's configuration.
+   */
+  async useHosts(hosts: readonly FleetHost[]): Promise<void> {
+    // JSON has no Infinity: no limit is stored as null.
+    const stored = hosts.map((h) => ({
+      ...h,
+      maxInflight: Number.isFinite(h.maxInflight) ? h.maxInflight : null,
+    }));
+    this.ctx.storage.sql.exec(
+      "INSERT OR REPLACE INTO configured_hosts (id, hosts) VALUES (1, ?)",
+      JSON.stringify(stored),
+    );
+    this.configured = hosts.map((h) => ({ ...h }));
+    this.pump();
+  }
+
+  async acquire(
+    ticket: string,
+    group: string,
+    leaseMs: number,
+    route: Route,
+  ): Promise<Grant | null> {
+    const grant = this.grantAtOnce(ticket, group, leaseMs, route);
+    if (grant !== null) return grant;
+    return new Promise<Grant | null>((answer) =>
+      this.enqueue(group, { ticket, leaseMs, route, answer }),
+    );
+  }
+
+  /**
+   * Grants at once whichever of a group's tickets can be, and returns them; the caller queues the
+   * rest one by one with `acquire`. One call for a whole group's episodes instead of one each.
+   */
+  async acquireMany(
+    asks: readonly { ticket: string; preferred: string | null }[],
+    group: string,
+    leaseMs: number,
+    route: Route,
+  ): Promise<{ ticket: string; grant: Grant }[]> {
+    const granted: { ticket: string; grant: Grant }[] = [];
+    for (const ask of asks) {
+      const own = { ...route, preferred: [ask.preferred, ...route.preferred] };
+      const grant = this.grantAtOnce(ask.ticket, group, leaseMs, own);
+      if (grant !== null) granted.push({ ticket: ask.ticket, grant });
+    }
+    return granted;
+  }
+
+  /**
+   * Gives back the permits of a group's tickets and withdraws those still waiting; `answeredAt`
+   * says when the group last saw each host answer, which clears a host's failure streak.
+   */
+  async releaseMany(
+    group: string,
+    tickets: readonly string[],
+    answeredAt: Readonly<Record<string, number>> = {},
+  ): Promise<void> {
+    for (const [url, at] of Object.entries(answeredAt))
+      this.records.update(url, (r) => ({ ...r, health: answered(r.health, at) }));
+    for (const ticket of tickets) this.drop(ticket);
+    const queue = this.waiting.get(group);
+    if (queue !== undefined) {
+      const withdrawn = new Set(tickets);
+      const kept = queue.filter((waiter) => !withdrawn.has(waiter.ticket));
+      for (const waiter of queue) if (withdrawn.has(waiter.ticket)) waiter.answer(null);
+      if (kept.length > 0) this.waiting.set(group, kept);
+      else this.forgetWaiters(group);
+    }
+    this.pump();
+  }
+
+  /** A group restarted: the permits its earlier instance held belong to episodes it lost. */
+  async releaseGroup(group: string): Promise<void> {
+    for (const waiter of this.waiting.get(group) ?? []) waiter.answer(null);
+    this.forgetWaiters(group);
+    for (const [ticket, permit] of this.permits) if (permit.group === group) this.drop(ticket);
+    this.pump();
+  }
+
+  /**
+   * A generation failed on its host: counted toward ejecting the host (groups with episodes there
+   * are told), and the episode's permit moves to another host when the host did not answer at all
+   * or is no longer available; null if it must wait for one.
+   */
+  async reportFailure(
+    ticket: string,
+    group: string,
+    leaseMs: number,
+    route: Route,
+    failure: HostFailure,
+  ): Promise<Grant | null> {
+    let ejected = false;
+    this.records.update(failure.host, (r) => {
+      const next = failed(r.health, failure, this.config.HOST_EJECT_AFTER_FAILURES);
+      ejected = next.ejected;
+      return { ...r, health: next.health };
+    });
+    if (ejected) {
+      this.tellGroupsOn(failure.host, group);
+      this.arm(Date.now() + this.config.HOST_PROBE_S * 1000);
+    }
+    const moving = failure.unreachable || !this.usable(failure.host, route, true);
+    const held = this.permits.get(ticket);
+    if (moving && held?.host === failure.host) this.drop(ticket);
+    return this.acquire(ticket, group, leaseMs, {
+      ...route,
+      avoid: moving ? failure.host : route.avoid,
+    });
+  }
+
+  /** A host refused the token fields for a model: remembered, so nobody asks it again. */
+  async learnTokenFieldsRefused(host: string, model: string): Promise<void> {
+    this.records.update(host, (r) =>
+      r.tokenRefusals.includes(model) ? r : { ...r, tokenRefusals: [...r.tokenRefusals, model] },
+    );
+  }
+
+  /**
+   * Pauses or resumes one host, or records the version it now serves (a rolling weight sync).
+   * Groups with episodes on it are told, so those move at their next turn if it no longer suits
+   * them. Null for a host that is not in the fleet.
+   */
+  async setHost(
+    url: string,
+    change: { paused?: boolean | undefined; policyVersion?: number | null | undefined },
+  ): Promise<HostView | null> {
+    const key = url.replace(/\/+$/, "");
+    if (!this.configured.some((h) => h.url === key)) return null;
+    this.records.update(key, (r) => ({
+      ...r,
+      paused: change.paused ?? r.paused,
+      policyVersion: change.policyVersion === undefined ? r.policyVersion : change.policyVersion,
+    }));
+    this.tellGroupsOn(key, null);
+    this.pump();
+    return (await this.hosts()).find((h) => h.url === key) ?? null;
+  }
+
+  async hosts(): Promise<HostView[]> {
+    let waiting = 0;
+    for (const queue of this.waiting.values()) waiting += queue.length;
+    return this.configured.map((h) => {
+      const record = this.records.get(h.url);
+      return {
+        url: h.url,
+        name: h.name,
+        state: record.paused ? "paused" : record.health.state,
+        in_flight: this.load.get(h.url) ?? 0,
+        cap: Number.isFinite(h.maxInflight) ? h.maxInflight : null,
+        weight: h.weight,
+        policy_version: record.policyVersion,
+        last_error: record.health.lastError,
+        waiting,
+      };
+    });
+  }
+
+  /** Reclaims permits whose lease ran out (their holder is gone), probes ejected hosts, re-arms. */
+  override async alarm(): Promise<void> {
+    this.alarmAt = null;
+    const now = Date.now();
+    for (const [ticket, permit] of this.permits) if (permit.expiresAt <= now) this.drop(ticket);
+    const ejected = this.configured.filter(
+      (h) => this.records.get(h.url).health.state === "ejected",
+    );
+    await Promise.all(
+      ejected.map(async (h) => {
+        const probe = await probeHost(h.url, this.config.INFERENCE_API_KEY);
+        const at = Date.now();
+        this.records.update(h.url, (r) =>
+          probe.ok
+            ? { ...r, health: readmitted(r.health, at) }
+            : { ...r, health: { ...r.health, lastError: probe.error } },
+        );
+      }),
+    );
+    this.pump();
+    let next = Number.POSITIVE_INFINITY;
+    for (const permit of this.permits.values()) next = Math.min(next, permit.expiresAt);
+    if (this.configured.some((h) => this.records.get(h.url).health.state === "ejected"))
+      next = Math.min(next, Date.now() + this.config.HOST_PROBE_S * 1000);
+    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+  }
+
+  /**
+   * Whether the host may take an episode of this route: answering (or, with `panicking`, every
+   * host is ejected and the fleet uses them all rather than none), not paused, and serving a
+   * version within the run's lag.
+   */
+  private usable(url: string, route: Route, panicking: boolean): boolean {
+    const record = this.records.get(url);
+    if (record.paused) return false;
+    if (record.health.state === "ejected" && !panicking) return false;
+    const { policy } = route;
+    if (record.policyVersion !== null && policy !== null && policy.maxLag !== null)
+      return record.policyVersion >= policy.version - policy.maxLag;
+    return true;
+  }
+
+  /** The hosts as routing sees them for one route. */
+  private loads(route: Route): HostLoad[] {
+    // Ejection never empties the fleet: with every host ejected, all are tried, so generations
+    // fail by their own deadlines and retries instead of waiting forever (Envoy's panic mode).
+    const panicking = this.configured.every(
+      (h) => this.records.get(h.url).health.state === "ejected",
+    );
+    const loads = this.configured.map((h) => ({
+      url: h.url,
+      weight: h.weight,
+      load: this.load.get(h.url) ?? 0,
+      cap: h.maxInflight,
+      available: this.usable(h.url, route, panicking),
+    }));
+    if (route.avoid !== null && loads.some((h) => h.available && h.url !== route.avoid)) {
+      const avoided = loads.find((h) => h.url === route.avoid);
+      if (avoided) avoided.available = false;
+    }
+    return loads;
+  }
+
+  /** Held already on a host that still suits it (a renewal), or a new one with no one in line. */
+  private grantAtOnce(ticket: string, group: string, leaseMs: number, route: Route): Grant | null {
+    const held = this.permits.get(ticket);
+    if (held !== undefined) {
+      if (held.host !== route.avoid && this.usable(held.host, route, this.allEjected()))
+        return this.grant(ticket, group, held.host, leaseMs, route);
+      this.drop(ticket);
+    }
+    if (this.turns.length > 0) return null;
+    const host = chooseHost(route.key, route.preferred, this.loads(route), this.bound);
+    return host === null ? null : this.grant(ticket, group, host, leaseMs, route);
+  }
+
+  private allEjected(): boolean {
+    return this.configured.every((h) => this.records.get(h.url).health.state === "ejected");
+  }
+
+  private enqueue(group: string, waiter: Waiter): void {
+    const queue = this.waiting.get(group) ?? [];
+    if (queue.length === 0) this.turns.push(group);
+    queue.push(waiter);
+    this.waiting.set(group, queue);
+  }
+
+  private grant(ticket: string, group: string, host: string, leaseMs: number, route: Route): Grant {
+    const expiresAt = Date.now() + leaseMs;
+    this.hold(ticket, { group, host, expiresAt });
+    this.ctx.storage.sql.exec(
+      "INSERT OR REPLACE INTO permits (ticket, group_id, expires_at, host) VALUES (?, ?, ?, ?)",
+      ticket,
+      group,
+      expiresAt,
+      host,
+    );
+    if (this.alarmAt === null || expiresAt < this.alarmAt) this.arm(expiresAt);
+    const record = this.records.get(host);
+    return {
+      host,
+      policyVersion: record.policyVersion,
+      tokenFields: record.tokenRefusals.includes(route.model) ? false : null,
+    };
+  }
+
+  /** Counts a permit in memory (granted now, or read back after a restart). */
+  private hold(ticket: string, permit: Permit): void {
+    const before = this.permits.get(ticket);
+    if (before !== undefined) this.load.set(before.host, (this.load.get(before.host) ?? 1) - 1);
+    this.permits.set(ticket, permit);
+    this.load.set(permit.host, (this.load.get(permit.host) ?? 0) + 1);
+  }
+
+  private drop(ticket: string): void {
+    const permit = this.permits.get(ticket);
+    if (permit === undefined) return;
+    this.permits.delete(ticket);
+    this.load.set(permit.host, (this.load.get(permit.host) ?? 1) - 1);
+    this.ctx.storage.sql.exec("DELETE FROM permits WHERE ticket = ?", ticket);
+  }
+
+  /** Drops the group's queue and its turn in the round robin. */
+  private forgetWaiters(group: string): void {
+    this.waiting.delete(group);
+    const turn = this.turns.indexOf(group);
+    if (turn !== -1) this.turns.splice(turn, 1);
+  }
+
+  private arm(at: number): void {
+    if (this.alarmAt !== null && this.alarmAt <= at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
+  }
+
+  /** Whether some host could take some episode: else nobody in line can be served. */
+  private anyRoom(): boolean {
+    const panicking = this.allEjected();
+    return this.configured.some((h) => {
+      const record = this.records.get(h.url);
+      if (record.paused || (record.health.state === "ejected" && !panicking)) return false;
+      return (this.load.get(h.url) ?? 0) < h.maxInflight;
+    });
+  }
+
+  /**
+   * Grants what the hosts have room for, one waiter per group in turn. A group whose first
+   * waiter fits no host (the hosts it may use are full) keeps its place; the others go on.
+   */
+  private pump(): void {
+    let progressed = true;
+    while (progressed && this.turns.length > 0 && this.anyRoom()) {
+      progressed = false;
+      for (let i = 0; i < this.turns.length; ) {
+        const group = this.turns[i] as string;
+        const queue = this.waiting.get(group) ?? [];
+        const next = queue[0];
+        const host =
+          next &&
+          chooseHost(next.route.key, next.route.preferred, this.loads(next.route), this.bound);
+        if (!next || host === null || host === undefined) {
+          if (!next) this.forgetWaiters(group);
+          else i++;
+          continue;
+        }
+        queue.shift();
+        this.turns.splice(i, 1);
+        if (queue.length > 0) this.turns.push(group);
+        else this.waiting.delete(group);
+        next.answer(this.grant(next.ticket, group, host, next.leaseMs, next.route));
+        progressed = true;
+      }
+    }
+  }
+
+  /**
+   * Tells every group with an episode on the host (but `except`, which knows) to check its
+   * permits at its next turn: the host was ejected, paused, or serves another version now.
+   */
+  private tellGroupsOn(host: string, except: string | null): void {
+    const groups = new Set<string>();
+    for (const permit of this.permits.values())
+      if (permit.host === host && permit.group !== except) groups.add(permit.group);
+    for (const group of groups)
+      this.ctx.waitUntil(
+        rolloutGroup(this.env, group)
+          .hostsChanged()
+          .catch(() => {}),
+      );
+  }
+}
