@@ -97,6 +97,16 @@ export function buildProgram(): Command {
       "chatml",
     )
     .option("--no-token-ids", "answer no prompt_token_ids / token_ids, as vLLM before 0.10.2")
+    .option("--hosts <n>", "serve a fleet of n hosts on consecutive ports from --port", "1")
+    .option(
+      "--kv-blocks <n>",
+      "each host's KV cache in 16-token blocks: a prefix cache reporting cached_tokens (default: none)",
+    )
+    .option("--slow <i:factor>", "make host i (from 0) this many times slower, e.g. 2:10")
+    .option(
+      "--kill <i@s[-t]>",
+      "stop host i s seconds after start (connections refused), back at t if given, e.g. 3@30-60",
+    )
     .action(async (flags) => (await import("./sim")).sim(flags));
 
   const withApi = (command: Command) =>

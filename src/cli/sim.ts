@@ -1,5 +1,6 @@
 /** `edgeroll sim`: runs the inference simulator as a plain Node process until interrupted. */
-import { type SimulatorOptions, startSimulator } from "../sim/server";
+import { type SimFleet, startSimFleet } from "../sim/fleet";
+import type { SimulatorOptions } from "../sim/server";
 import { CliError } from "./project";
 
 export interface SimFlags {
@@ -17,6 +18,10 @@ export interface SimFlags {
   template: string;
   /** Commander's `--no-token-ids`. */
   tokenIds: boolean;
+  hosts: string;
+  kvBlocks?: string;
+  slow?: string;
+  kill?: string;
 }
 
 function number(flag: string, value: string, max = Number.POSITIVE_INFINITY): number {
@@ -50,14 +55,45 @@ export function simOptions(flags: SimFlags): SimulatorOptions {
     },
     template: flags.template,
     tokenIds: flags.tokenIds,
+    ...(flags.kvBlocks === undefined ? {} : { kvBlocks: number("kv-blocks", flags.kvBlocks) }),
   };
+}
+
+/** `--slow i:factor`. */
+export function slowFlag(value: string, hosts: number): { host: number; factor: number } {
+  const m = /^(\d+):(\d+(?:\.\d+)?)$/.exec(value);
+  const host = Number(m?.[1]);
+  if (!m || host >= hosts)
+    throw new CliError(
+      `--slow must be <host>:<factor> with a host from 0 to ${hosts - 1}, got "${value}"`,
+    );
+  return { host, factor: Number(m[2]) };
+}
+
+/** `--kill i@s[-t]`. */
+export function killFlag(
+  value: string,
+  hosts: number,
+): { host: number; atS: number; backAtS: number | null } {
+  const m = /^(\d+)@(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?$/.exec(value);
+  const host = Number(m?.[1]);
+  if (!m || host >= hosts || (m[3] !== undefined && Number(m[3]) <= Number(m[2])))
+    throw new CliError(
+      `--kill must be <host>@<seconds>[-<seconds back>] with a host from 0 to ${hosts - 1} and back after down, got "${value}"`,
+    );
+  return { host, atS: Number(m[2]), backAtS: m[3] === undefined ? null : Number(m[3]) };
 }
 
 export async function sim(flags: SimFlags): Promise<void> {
   const options = simOptions(flags);
-  let simulator: Awaited<ReturnType<typeof startSimulator>>;
+  const count = number("hosts", flags.hosts, 256);
+  if (count < 1 || !Number.isInteger(count))
+    throw new CliError("--hosts must be a whole number from 1");
+  const slow = flags.slow === undefined ? null : slowFlag(flags.slow, count);
+  const kill = flags.kill === undefined ? null : killFlag(flags.kill, count);
+  let fleet: SimFleet;
   try {
-    simulator = await startSimulator(options);
+    fleet = await startSimFleet(count, options);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
       throw new CliError(
@@ -66,11 +102,35 @@ export async function sim(flags: SimFlags): Promise<void> {
     }
     throw error;
   }
-  console.log(
-    `edgeroll inference simulator listening on ${simulator.url} (OpenAI-compatible; Ctrl-C stops it)`,
-  );
+  const [first] = fleet.hosts;
+  if (count === 1 && first)
+    console.log(
+      `edgeroll inference simulator listening on ${first.url} (OpenAI-compatible; Ctrl-C stops it)`,
+    );
+  else
+    console.log(
+      `edgeroll inference simulator: a fleet of ${count} hosts (Ctrl-C stops them)\n  INFERENCE_BASE_URL=${fleet.baseUrl}`,
+    );
+  if (slow) fleet.hosts[slow.host]?.setSlow(slow.factor);
+  const timers: ReturnType<typeof setTimeout>[] = [];
+  if (kill) {
+    const target = fleet.hosts[kill.host];
+    timers.push(
+      setTimeout(() => {
+        console.log(`host ${kill.host} (${target?.url}) stopped`);
+        void target?.kill();
+      }, kill.atS * 1000),
+    );
+    if (kill.backAtS !== null)
+      timers.push(
+        setTimeout(() => {
+          void target?.revive().then(() => console.log(`host ${kill.host} (${target?.url}) back`));
+        }, kill.backAtS * 1000),
+      );
+  }
   await new Promise<void>((resolve) => {
     for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve());
   });
-  await simulator.close();
+  for (const timer of timers) clearTimeout(timer);
+  await fleet.close();
 }

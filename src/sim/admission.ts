@@ -20,6 +20,8 @@ export interface AdmissionRequest {
   /** Assistant messages already in the transcript (for faults limited with `@T`). */
   turn: number;
   promptLength: number;
+  /** The prompt's ids: what the prefix cache looks up. */
+  prompt: readonly number[];
   random: Random;
   stream: boolean;
   /** What this route sends for `malformed`: a body and a stream that do not parse. */
@@ -29,7 +31,15 @@ export interface AdmissionRequest {
 }
 
 export type Admission =
-  | { admitted: true; attempt: number; fault: Fault | null }
+  | {
+      admitted: true;
+      attempt: number;
+      fault: Fault | null;
+      /** Prompt tokens found in the prefix cache (whole blocks); 0 without a cache. */
+      cachedTokens: number;
+      /** The answer is complete: its prompt and completion are cached for the next turn. */
+      done: (completion: readonly number[]) => void;
+    }
   | { admitted: false };
 
 const ANSWERED: Admission = { admitted: false };
@@ -72,7 +82,15 @@ export async function admit(
     return ANSWERED;
   }
   const { latency } = host;
-  await sleep(latency.ttftMs + latency.msPerPromptToken * promptLength + directives.extraLatencyMs);
+  // Prefill costs only what the cache does not hold.
+  const lookup = host.cache?.start(request.prompt) ?? { cachedTokens: 0, release: () => {} };
+  host.running++;
+  res.once("close", () => {
+    host.running--;
+    lookup.release();
+  });
+  const prefill = latency.msPerPromptToken * (promptLength - lookup.cachedTokens);
+  await sleep((latency.ttftMs + prefill + directives.extraLatencyMs) * host.slowFactor);
   if (res.destroyed) return ANSWERED;
   if (fault === "malformed") {
     res.writeHead(200, {
@@ -81,5 +99,11 @@ export async function admit(
     res.end(request.stream ? request.malformed.stream : request.malformed.body);
     return ANSWERED;
   }
-  return { admitted: true, attempt, fault };
+  return {
+    admitted: true,
+    attempt,
+    fault,
+    cachedTokens: lookup.cachedTokens,
+    done: (completion) => host.cache?.finish([...request.prompt, ...completion]),
+  };
 }

@@ -39,6 +39,14 @@ export interface TokenFieldsAsked {
   promptOnChoice: boolean;
 }
 
+/** OpenAI's usage, with the cached prompt tokens when there are any. */
+export interface SimUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+}
+
 export interface Answer {
   id: string;
   created: number;
@@ -47,7 +55,7 @@ export interface Answer {
   /** The simulator's own ids, as the choices' are; `vocabulary` puts them on the wire. */
   prompt: number[];
   vocabulary: Vocabulary;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: SimUsage;
   fields: TokenFieldsAsked;
   fault: Fault | null;
   perTokenMs: number;

@@ -93,6 +93,7 @@ export async function chatCompletions(
     key,
     turn: messages.filter((m) => m.role === "assistant").length,
     promptLength: prompt.length,
+    prompt,
     random,
     stream: parsed.stream,
     malformed: {
@@ -128,9 +129,13 @@ export async function chatCompletions(
     prompt_tokens: prompt.length,
     completion_tokens: completionTokens,
     total_tokens: prompt.length + completionTokens,
+    // vLLM (--enable-prompt-tokens-details) and SGLang (--enable-cache-report) leave it out at 0.
+    ...(admission.cachedTokens > 0
+      ? { prompt_tokens_details: { cached_tokens: admission.cachedTokens } }
+      : {}),
   };
   const vocabulary = vocabularyFor(directives);
-  const perTokenMs = directives.trickleMs ?? host.latency.msPerToken;
+  const perTokenMs = (directives.trickleMs ?? host.latency.msPerToken) * host.slowFactor;
   const first = choices[0];
   if (directives.record && first !== undefined) {
     host.ledger.keepAnswer(parsed.model, parsed.seed, {
@@ -140,7 +145,10 @@ export async function chatCompletions(
     });
   }
   const finished = () => {
-    if (first !== undefined) host.ledger.noteFinished(messages, first.text);
+    if (first !== undefined) {
+      host.ledger.noteFinished(messages, first.text);
+      admission.done(first.ids);
+    }
   };
   const answer: Answer = {
     id: `chatcmpl-sim-${hashString(key)}-${admission.attempt}`,

@@ -4,7 +4,7 @@
  * the last — with the stream faults (`cut`, `stall`) applied as in chat.
  */
 import type { ServerResponse } from "node:http";
-import type { Choice } from "./answer";
+import type { Choice, SimUsage } from "./answer";
 import { detokenize } from "./chat-template";
 import type { Fault } from "./directives";
 import { sleep } from "./http";
@@ -20,7 +20,7 @@ export interface TextAnswer {
   /** The simulator's own ids; `vocabulary` puts them on the wire. */
   prompt: number[];
   vocabulary: Vocabulary;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: SimUsage;
   /** `return_token_ids`: the prompt's and the completion's ids on the choices. */
   tokenIds: boolean;
   /** `logprobs` was a number: report the completion's. */

@@ -99,6 +99,7 @@ export async function completions(
     key,
     turn: conversation.filter((m) => m.role === "assistant").length,
     promptLength: prompt.length,
+    prompt,
     random,
     stream,
     malformed: { body: '{"choices": [{"text": ', stream: 'data: {"choices": [{"text": "brok\n\n' },
@@ -120,6 +121,10 @@ export async function completions(
     prompt_tokens: prompt.length,
     completion_tokens: completionTokens,
     total_tokens: prompt.length + completionTokens,
+    // vLLM (--enable-prompt-tokens-details) and SGLang (--enable-cache-report) leave it out at 0.
+    ...(admission.cachedTokens > 0
+      ? { prompt_tokens_details: { cached_tokens: admission.cachedTokens } }
+      : {}),
   };
   const first = choices[0];
   if (directives.record && first !== undefined) {
@@ -130,10 +135,13 @@ export async function completions(
     });
   }
   const finished = () => {
-    if (first !== undefined) host.ledger.noteFinished(conversation, `${prefix}${first.text}`);
+    if (first !== undefined) {
+      host.ledger.noteFinished(conversation, `${prefix}${first.text}`);
+      admission.done(first.ids);
+    }
   };
   const k = parsed.prompt_logprobs;
-  const perTokenMs = directives.trickleMs ?? host.latency.msPerToken;
+  const perTokenMs = (directives.trickleMs ?? host.latency.msPerToken) * host.slowFactor;
   const answer: TextAnswer = {
     id: `cmpl-sim-${hashString(key)}-${admission.attempt}`,
     created: Math.floor(Date.now() / 1000),

@@ -3,6 +3,7 @@ import type { TemplateKind } from "./chat-template";
 import type { Directives } from "./directives";
 import type { FaultRates } from "./faults";
 import type { HostLedger } from "./host-ledger";
+import type { PrefixCache } from "./prefix-cache";
 
 export interface LatencyModel {
   /** Time to first token, plus a share proportional to the prompt. */
@@ -19,6 +20,12 @@ export interface Host {
   /** Answers `return_token_ids`; false plays a host older than vLLM 0.10.2. */
   tokenIds: boolean;
   ledger: HostLedger;
+  /** Its prefix cache (prefix-cache.ts); null: nothing is cached, as before it was modelled. */
+  cache: PrefixCache | null;
+  /** Generations it is answering now (vLLM's `num_requests_running`). */
+  running: number;
+  /** Every wait of the latency model times this: 10 plays a host ten times slower. */
+  slowFactor: number;
 }
 
 /** The template a request is rendered with: `think` (dropping reasoning) picks Qwen3's. */

@@ -17,6 +17,8 @@ import { type FaultRates, NO_FAULTS } from "./faults";
 import type { Host, LatencyModel } from "./host";
 import { HostLedger, type SimulatorStats, type TurnGap } from "./host-ledger";
 import { sendJson } from "./http";
+import { prometheusMetrics } from "./metrics";
+import { PrefixCache } from "./prefix-cache";
 import { detokenizeRoute, tokenizeRoute } from "./tokenize-route";
 
 export type { FaultRates } from "./faults";
@@ -32,6 +34,11 @@ export interface SimulatorOptions {
   template?: TemplateKind;
   /** Answer `return_token_ids` (default true); false plays a host older than vLLM 0.10.2. */
   tokenIds?: boolean;
+  /**
+   * KV cache capacity in 16-token blocks: a prefix cache (prefix-cache.ts) that reports
+   * `cached_tokens` and spares the prefill of what it holds. Absent: no prefix cache.
+   */
+  kvBlocks?: number;
 }
 
 export interface Simulator {
@@ -39,6 +46,12 @@ export interface Simulator {
   url: string;
   port: number;
   stats(): SimulatorStats;
+  /** Plays a host this many times slower (1: as configured). */
+  setSlow(factor: number): void;
+  /** Stops answering at once: the port refuses connections, open ones are reset. */
+  kill(): Promise<void>;
+  /** Listens again on the same port, its cache empty (a restarted server has lost its KV). */
+  revive(): Promise<void>;
   /** Every gap between an episode's turns since the last stats reset, as the host saw it. */
   turnGaps(): TurnGap[];
   close(): Promise<void>;
@@ -53,6 +66,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     template: options.template ?? "chatml",
     tokenIds: options.tokenIds !== false,
     ledger: new HostLedger(),
+    cache: options.kvBlocks === undefined ? null : new PrefixCache(options.kvBlocks),
+    running: 0,
+    slowFactor: 1,
   };
   const sockets = new Set<Socket>();
 
@@ -87,6 +103,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         if (answer) sendJson(res, 200, answer);
         else
           sendJson(res, 404, { error: { message: "no recorded answer for that model and seed" } });
+      } else if (req.method === "GET" && path === "/metrics") {
+        res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+        res.end(prometheusMetrics(host));
       } else if (req.method === "GET" && path === "/sim/stats") {
         sendJson(res, 200, host.ledger.stats());
       } else if (post && path === "/sim/stats/reset") {
@@ -101,19 +120,38 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve);
-  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, options.host ?? "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  const stop = async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  await listen(options.port ?? 0);
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host ?? "127.0.0.1"}:${port}/v1`,
     port,
     stats: () => host.ledger.stats(),
     turnGaps: () => host.ledger.turnGaps(),
+    setSlow: (factor) => {
+      host.slowFactor = factor;
+    },
+    kill: async () => {
+      if (server.listening) await stop();
+    },
+    revive: async () => {
+      if (server.listening) return;
+      host.cache = options.kvBlocks === undefined ? null : new PrefixCache(options.kvBlocks);
+      await listen(port);
+    },
     close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (server.listening) await stop();
     },
   };
 }
