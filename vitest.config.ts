@@ -74,6 +74,41 @@ export default defineConfig({
         },
       },
       {
+        // The fleet: the same Worker over four simulated hosts (test/setup/inference-fleet.ts).
+        plugins: [
+          cloudflareTest(async ({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            main: "./fixtures/worker.ts",
+            verbose: process.env.EDGEROLL_WORKERD_VERBOSE === "1",
+            miniflare: {
+              bindings: {
+                INFERENCE_BASE_URL: inject("fleetUrl"),
+                TEST_FLEET_CONTROL_URL: inject("fleetControlUrl"),
+                GENERATION_DEADLINE_MIN_S: "3",
+                GENERATION_DEADLINE_MAX_S: "3",
+                HEARTBEAT_S: "1",
+                HOST_PROBE_S: "0.5",
+                STEP_TIMEOUT_S: "5",
+                SCORE_TIMEOUT_S: "2",
+                API_TOKENS: JSON.stringify(TEST_TOKENS),
+                TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "workerd-fleet",
+          include: ["test/fleet/**/*.test.ts"],
+          globalSetup: ["test/setup/inference-fleet.ts"],
+          isolate: false,
+          // One runtime: the fleet scheduler and the simulated hosts are shared by every file.
+          maxWorkers: 1,
+          setupFiles: ["test/setup/d1-migrations.ts", "test/setup/quiet-at-file-end.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
         test: {
           name: "node",
           environment: "node",

@@ -82,6 +82,17 @@ export class HostLedger {
   private readonly gaps: TurnGap[] = [];
   private readonly attempts = new Map<string, number>();
   private readonly answers = new Map<string, RecordedAnswer>();
+  /** Generations by their `X-Session-ID` (a router keys on it to keep a session on a replica). */
+  private readonly sessions = new Map<string, number>();
+
+  noteSession(id: string | undefined): void {
+    if (id !== undefined) this.sessions.set(id, (this.sessions.get(id) ?? 0) + 1);
+  }
+
+  /** Generations that carried `X-Session-ID: id`. */
+  sessionRequests(id: string): number {
+    return this.sessions.get(id) ?? 0;
+  }
 
   /** A generation request's outcome. */
   count(model: string, outcome: string): void {
@@ -146,5 +157,6 @@ export class HostLedger {
   resetOverheads(): void {
     this.overheads.length = 0;
     this.gaps.length = 0;
+    this.sessions.clear();
   }
 }

@@ -84,6 +84,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
           if (!res.headersSent) sendJson(res, 500, { error: { message: String(error) } });
           else res.destroy();
         });
+      if (post && path.endsWith("completions")) {
+        const session = req.headers["x-session-id"];
+        host.ledger.noteSession(typeof session === "string" ? session : undefined);
+      }
       if (post && path.endsWith("/chat/completions")) {
         generate(chatCompletions);
       } else if (post && path.endsWith("/completions")) {
@@ -106,6 +110,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       } else if (req.method === "GET" && path === "/metrics") {
         res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
         res.end(prometheusMetrics(host));
+      } else if (req.method === "GET" && path === "/sim/sessions") {
+        const id = new URL(req.url ?? "/", "http://sim").searchParams.get("id") ?? "";
+        sendJson(res, 200, { id, requests: host.ledger.sessionRequests(id) });
       } else if (req.method === "GET" && path === "/sim/stats") {
         sendJson(res, 200, host.ledger.stats());
       } else if (post && path === "/sim/stats/reset") {
