@@ -100,9 +100,8 @@ export default defineConfig({
           name: "workerd-fleet",
           include: ["test/fleet/**/*.test.ts"],
           globalSetup: ["test/setup/inference-fleet.ts"],
+          // The fleet scheduler and the simulated hosts are shared: fleet tests restore both.
           isolate: false,
-          // One runtime: the fleet scheduler and the simulated hosts are shared by every file.
-          maxWorkers: 1,
           setupFiles: ["test/setup/d1-migrations.ts", "test/setup/quiet-at-file-end.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,

@@ -46,6 +46,11 @@ const ConfigSchema = z.object({
    */
   FLEET_LOAD_FACTOR: z.coerce.number().min(1).default(1.5),
   FLEET_LOAD_SLACK: count(4),
+  /**
+   * Each host's cap follows its KV cache usage, read from its `/metrics` every HOST_PROBE_S
+   * (src/fleet/adaptive-cap.ts), MAX_INFLIGHT_GENERATIONS or its `max_inflight` the ceiling.
+   */
+  INFERENCE_ADAPTIVE_INFLIGHT: z.stringbool().default(false),
   /** How often a group with work in flight wakes itself, to stay awake and resume after restarts. */
   HEARTBEAT_S: seconds(30),
   /** Re-sends of a generation lost to an object restart, per turn, before the episode fails. */

@@ -139,7 +139,10 @@ export function buildProgram(): Command {
     .option("--port <n>", "port for the Worker", "8787")
     .option("--sim-port <n>", "port for the simulator", "8000")
     .option("--persist-to <dir>", "local state directory", ".wrangler/state")
-    .option("--inference-url <url>", "use this OpenAI-compatible host instead of the simulator")
+    .option(
+      "--inference-url <url>",
+      "use this OpenAI-compatible host instead of the simulator (several, comma-separated: a fleet)",
+    )
     .option("--teacher-url <url>", "the distillation teacher's host (default: the inference host)")
     .action(async (flags) => (await import("./dev")).dev(flags));
 

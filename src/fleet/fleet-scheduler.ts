@@ -11,13 +11,17 @@ import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
 import { rolloutGroup } from "../rollout/bindings";
 import { migrate } from "../utils/migrations";
+import { nextCap } from "./adaptive-cap";
 import type { FleetApi, Grant, HostFailure, HostView, Route } from "./fleet-api";
 import { answered, failed, readmitted } from "./health";
 import { HostRecords } from "./host-records";
 import { type FleetHost, fleetHosts } from "./hosts-config";
 import { FLEET_MIGRATIONS } from "./migrations";
-import { probeHost } from "./probe";
+import { probeHost, readKvUsage } from "./probe";
 import { chooseHost, type HostLoad, type LoadBound } from "./routing";
+
+/** An adaptive host's first cap, before its KV cache has said anything (prime-rl starts lower). */
+const ADAPTIVE_START = 64;
 
 interface Waiter {
   ticket: string;
@@ -46,6 +50,8 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   private readonly waiting = new Map<string, Waiter[]>();
   /** Groups with waiters, in the order they are served (round robin). */
   private readonly turns: string[] = [];
+  /** Adaptive hosts' caps as their KV caches allow (in memory: a restart starts them afresh). */
+  private readonly caps = new Map<string, number>();
   /** When the alarm is set to go off, as far as this instance knows. */
   private alarmAt: number | null = null;
 
@@ -225,7 +231,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
         name: h.name,
         state: record.paused ? "paused" : record.health.state,
         in_flight: this.load.get(h.url) ?? 0,
-        cap: Number.isFinite(h.maxInflight) ? h.maxInflight : null,
+        cap: Number.isFinite(this.capOf(h)) ? this.capOf(h) : null,
         weight: h.weight,
         policy_version: record.policyVersion,
         last_error: record.health.lastError,
@@ -253,12 +259,36 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
         );
       }),
     );
+    await this.adaptCaps();
     this.pump();
     let next = Number.POSITIVE_INFINITY;
     for (const permit of this.permits.values()) next = Math.min(next, permit.expiresAt);
-    if (this.configured.some((h) => this.records.get(h.url).health.state === "ejected"))
+    const adapting = this.permits.size > 0 && this.configured.some((h) => h.adaptive);
+    if (adapting || this.configured.some((h) => this.records.get(h.url).health.state === "ejected"))
       next = Math.min(next, Date.now() + this.config.HOST_PROBE_S * 1000);
     if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+  }
+
+  /** The cap a host has now: its `max_inflight`, or what its KV cache allows when adaptive. */
+  private capOf(host: FleetHost): number {
+    if (!host.adaptive) return host.maxInflight;
+    return this.caps.get(host.url) ?? Math.min(host.maxInflight, ADAPTIVE_START);
+  }
+
+  /** Reads each adaptive host's KV cache usage and moves its cap (adaptive-cap.ts). */
+  private async adaptCaps(): Promise<void> {
+    let waiting = 0;
+    for (const queue of this.waiting.values()) waiting += queue.length;
+    await Promise.all(
+      this.configured
+        .filter((h) => h.adaptive && this.records.get(h.url).health.state !== "ejected")
+        .map(async (h) => {
+          const usage = await readKvUsage(h.url, this.config.INFERENCE_API_KEY);
+          if (usage === null) return;
+          const state = { cap: this.capOf(h), load: this.load.get(h.url) ?? 0, waiting };
+          this.caps.set(h.url, nextCap(state, usage, h.maxInflight));
+        }),
+    );
   }
 
   /**
@@ -287,7 +317,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
       url: h.url,
       weight: h.weight,
       load: this.load.get(h.url) ?? 0,
-      cap: h.maxInflight,
+      cap: this.capOf(h),
       available: this.usable(h.url, route, panicking),
     }));
     if (route.avoid !== null && loads.some((h) => h.available && h.url !== route.avoid)) {
@@ -375,7 +405,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
     return this.configured.some((h) => {
       const record = this.records.get(h.url);
       if (record.paused || (record.health.state === "ejected" && !panicking)) return false;
-      return (this.load.get(h.url) ?? 0) < h.maxInflight;
+      return (this.load.get(h.url) ?? 0) < this.capOf(h);
     });
   }
 

@@ -15,6 +15,11 @@ export const HostSettingsSchema = z.object({
   weight: z.number().positive().max(1000).default(1),
   /** Episodes in flight toward it at most; default MAX_INFLIGHT_GENERATIONS; 0: no limit. */
   max_inflight: z.number().int().nonnegative().optional(),
+  /**
+   * Adapt its cap to its KV cache (adaptive-cap.ts), `max_inflight` being the ceiling; default
+   * INFERENCE_ADAPTIVE_INFLIGHT.
+   */
+  adaptive: z.boolean().optional(),
 });
 export type HostSettings = z.infer<typeof HostSettingsSchema>;
 
@@ -24,6 +29,8 @@ export interface FleetHost {
   weight: number;
   /** Episodes in flight toward it at most; Infinity for no limit. */
   maxInflight: number;
+  /** Its cap follows its KV cache usage, up to `maxInflight`. */
+  adaptive: boolean;
 }
 
 /** `http://a:8000/v1` → `a:8000`. */
@@ -44,6 +51,7 @@ export function fleetHosts(vars: {
   INFERENCE_BASE_URL: string;
   INFERENCE_HOSTS?: string | undefined;
   MAX_INFLIGHT_GENERATIONS: number;
+  INFERENCE_ADAPTIVE_INFLIGHT?: boolean;
 }): FleetHost[] {
   let settings: HostSettings[];
   if (vars.INFERENCE_HOSTS !== undefined && vars.INFERENCE_HOSTS.trim() !== "") {
@@ -75,6 +83,7 @@ export function fleetHosts(vars: {
       name: s.name ?? nameOf(s.url),
       weight: s.weight,
       maxInflight: cap === 0 ? Number.POSITIVE_INFINITY : cap,
+      adaptive: s.adaptive ?? vars.INFERENCE_ADAPTIVE_INFLIGHT ?? false,
     };
   });
 }

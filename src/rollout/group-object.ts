@@ -199,7 +199,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
         const parked = this.store.generations.get(episode.idx);
         return !(parked?.state === "waiting" && (parked.retryAt ?? 0) > now);
       });
-      // One call to the limiter for every episode started here, not one each; asked before the
+      // One call to the fleet scheduler for every episode started here, not one each; asked before the
       // drivers start, so one that goes straight to a generation waits for this answer. A paused
       // run's episodes ask for theirs once it resumes.
       if (!this.policy.paused)

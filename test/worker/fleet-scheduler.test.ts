@@ -20,6 +20,7 @@ const host = (url: string, maxInflight = Number.POSITIVE_INFINITY): FleetHost =>
   name: new URL(url).host,
   weight: 1,
   maxInflight,
+  adaptive: false,
 });
 
 /** A fleet object of the test's own, over `hosts`. */

@@ -15,7 +15,9 @@ const OTHER = "http://127.0.0.1:1061/v1";
 async function freshLimiter(cap = 1, urls: string[] = [LIVE]) {
   const name = `permits-test-${n++}`;
   const stub = env.FLEET.get(env.FLEET.idFromName(name)) as unknown as FleetApi;
-  await stub.useHosts(urls.map((url) => ({ url, name: url, weight: 1, maxInflight: cap })));
+  await stub.useHosts(
+    urls.map((url) => ({ url, name: url, weight: 1, maxInflight: cap, adaptive: false })),
+  );
   const route = (key: string): Route => ({
     key,
     preferred: [],
