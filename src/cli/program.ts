@@ -102,6 +102,10 @@ export function buildProgram(): Command {
       "--kv-blocks <n>",
       "each host's KV cache in 16-token blocks: a prefix cache reporting cached_tokens (default: none)",
     )
+    .option(
+      "--shared-prefill",
+      "one prefill queue per host (--ms-per-prompt-token of its time per uncached token, request after request), as a GPU's compute is shared",
+    )
     .option("--slow <i:factor>", "make host i (from 0) this many times slower, e.g. 2:10")
     .option(
       "--kill <i@s[-t]>",

@@ -20,6 +20,7 @@ export interface SimFlags {
   tokenIds: boolean;
   hosts: string;
   kvBlocks?: string;
+  sharedPrefill?: boolean;
   slow?: string;
   kill?: string;
 }
@@ -56,6 +57,7 @@ export function simOptions(flags: SimFlags): SimulatorOptions {
     template: flags.template,
     tokenIds: flags.tokenIds,
     ...(flags.kvBlocks === undefined ? {} : { kvBlocks: number("kv-blocks", flags.kvBlocks) }),
+    sharedPrefill: flags.sharedPrefill === true,
   };
 }
 

@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Directives, Fault } from "./directives";
 import { chooseFault } from "./faults";
-import type { Host } from "./host";
+import { type Host, prefillWait } from "./host";
 import { sendError, sleep } from "./http";
 import type { Random } from "./random";
 
@@ -89,8 +89,10 @@ export async function admit(
     host.running--;
     lookup.release();
   });
-  const prefill = latency.msPerPromptToken * (promptLength - lookup.cachedTokens);
-  await sleep((latency.ttftMs + prefill + directives.extraLatencyMs) * host.slowFactor);
+  const prefill = latency.msPerPromptToken * (promptLength - lookup.cachedTokens) * host.slowFactor;
+  await sleep(
+    (latency.ttftMs + directives.extraLatencyMs) * host.slowFactor + prefillWait(host, prefill),
+  );
   if (res.destroyed) return ANSWERED;
   if (fault === "malformed") {
     res.writeHead(200, {

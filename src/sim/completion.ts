@@ -41,10 +41,20 @@ function padded(text: string, tokens: number): string {
   return detokenize(ids.slice(0, Math.max(0, tokens - 1)));
 }
 
+const WORDS =
+  "north south road river stone lamp field cloud wheel bread ember glass harbor thread".split(" ");
+
+/** Twenty random words: with `babble`, each seed says something of its own. */
+function babble(random: Random): string {
+  return Array.from({ length: 20 }, () => WORDS[Math.floor(random() * WORDS.length)]).join(" ");
+}
+
 /** The whole turn the model would say after `messages`, before any stop or budget. */
 export function actionText(ask: PlayAsk, random: Random, directives: Directives): string {
   const { messages, temperature, tools, native } = ask;
-  let text = playTurn({ messages, random, temperature, tools, native });
+  let text = directives.babble
+    ? babble(random)
+    : playTurn({ messages, random, temperature, tools, native });
   if (directives.think !== null) text = `${REASONING}${text}`;
   if (directives.padTokens !== undefined) text = padded(text, directives.padTokens);
   return text;

@@ -32,6 +32,9 @@
  *   sglang           SGLang's placement: token ids on the choice, and a 400 for
  *                    `return_token_ids` with streaming
  *   pad:N            make each completion N tokens long (the action, then filler), for benches
+ *   babble           answer seeded random words instead of playing: every episode's
+ *                    conversation is its own (a fleet's prefix caches are then measured, not
+ *                    shared by identical episodes)
  *   record           keep the tokens of every answer (chat and `/v1/completions`), by seed,
  *                    for `GET /sim/answers` (tests compare what edgeroll stored with what the
  *                    host sent)
@@ -70,6 +73,7 @@ export interface Directives {
   sglang: boolean;
   record: boolean;
   padTokens?: number;
+  babble: boolean;
   /** Prompt logprobs are a perfect player's (see teacher.ts). */
   teacher: boolean;
   /** Ids on the wire are shifted (see vocabulary.ts). */
@@ -103,6 +107,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     record: false,
     teacher: false,
     foreignVocab: false,
+    babble: false,
   };
   for (const spec of parts) {
     const [part = "", turn] = spec.split("@");
@@ -121,6 +126,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     else if (kind === "teacher") directives.teacher = true;
     else if (kind === "foreign-vocab") directives.foreignVocab = true;
     else if (kind === "pad") directives.padTokens = Number(a);
+    else if (kind === "babble") directives.babble = true;
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
     } else if (kind === "reset" || kind === "malformed" || kind === "cut") {

@@ -26,6 +26,24 @@ export interface Host {
   running: number;
   /** Every wait of the latency model times this: 10 plays a host ten times slower. */
   slowFactor: number;
+  /**
+   * With a shared prefill (SimulatorOptions.sharedPrefill), when its prefill is next free (ms
+   * since the epoch); null when each request's prefill is its own.
+   */
+  prefillFreeAt: number | null;
+}
+
+/**
+ * How long a request waits for its prefill of `ms`. A GPU prefills at one rate whatever it
+ * batches, so with a shared prefill the requests' prefills follow one another (the host is a
+ * queue of prefill work, and tokens it must compute again delay everyone behind them); without,
+ * each request's prefill is its own, as if the host had room for all of them at once.
+ */
+export function prefillWait(host: Host, ms: number, now = Date.now()): number {
+  if (host.prefillFreeAt === null) return ms;
+  const start = Math.max(now, host.prefillFreeAt);
+  host.prefillFreeAt = start + ms;
+  return host.prefillFreeAt - now;
 }
 
 /** The template a request is rendered with: `think` (dropping reasoning) picks Qwen3's. */

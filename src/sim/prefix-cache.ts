@@ -38,10 +38,15 @@ function keysOf(ids: ArrayLike<number>): string[] {
 }
 
 export class PrefixCache {
-  /** Cached block keys, least recently used first (a Map keeps insertion order). */
-  private readonly blocks = new Map<string, true>();
-  /** Blocks pinned by requests in flight: their KV is in use and cannot be evicted. */
-  private pinned = 0;
+  /**
+   * Cached blocks, least recently used first (a Map keeps insertion order), each with the number
+   * of requests in flight using it: a block in use cannot be evicted, and it counts once however
+   * many requests share it (vLLM's reference counts).
+   */
+  private readonly blocks = new Map<string, number>();
+  /** Blocks in use by requests in flight: the distinct cached ones, and each one's partial last. */
+  private inUse = 0;
+  private partials = 0;
   /** Prompt tokens looked up, and found cached (vLLM's prefix_cache_queries / _hits). */
   queries = 0;
   hits = 0;
@@ -49,21 +54,26 @@ export class PrefixCache {
   constructor(readonly capacityBlocks: number) {}
 
   /**
-   * A request arrives: the tokens of its longest cached prefix (whole blocks). Those blocks are
-   * now the most recently used, and the request's blocks are pinned until `finish`.
+   * A request arrives: the tokens of its longest cached prefix (whole blocks). Its prompt's full
+   * blocks, found or computed, are cached now (vLLM caches a block once it is full), the most
+   * recently used, and in use until `release`.
    */
   start(prompt: ArrayLike<number>): { cachedTokens: number; release: () => void } {
+    const keys = keysOf(prompt);
     let cached = 0;
-    for (const key of keysOf(prompt)) {
-      if (!this.blocks.has(key)) break;
+    let chain = true;
+    for (const key of keys) {
+      const refs = this.blocks.get(key);
+      if (chain && refs !== undefined) cached += BLOCK_TOKENS;
+      else chain = false;
       this.blocks.delete(key);
-      this.blocks.set(key, true);
-      cached += BLOCK_TOKENS;
+      this.blocks.set(key, (refs ?? 0) + 1);
+      if (!refs) this.inUse++;
     }
+    const partial = prompt.length % BLOCK_TOKENS > 0 ? 1 : 0;
+    this.partials += partial;
     this.queries += prompt.length;
     this.hits += cached;
-    const pinned = Math.ceil(prompt.length / BLOCK_TOKENS);
-    this.pinned += pinned;
     this.evict();
     let released = false;
     return {
@@ -71,31 +81,44 @@ export class PrefixCache {
       release: () => {
         if (released) return;
         released = true;
-        this.pinned -= pinned;
+        this.partials -= partial;
+        for (const key of keys) {
+          const refs = this.blocks.get(key);
+          if (refs === undefined) continue;
+          this.blocks.set(key, refs - 1);
+          if (refs === 1) this.inUse--;
+        }
+        this.evict();
       },
     };
   }
 
-  /** A request finished: its prompt and completion's full blocks are cached for what follows. */
+  /** A request finished: its completion's full blocks are cached too, for what follows. */
   finish(ids: ArrayLike<number>): void {
     for (const key of keysOf(ids)) {
+      const refs = this.blocks.get(key) ?? 0;
       this.blocks.delete(key);
-      this.blocks.set(key, true);
+      this.blocks.set(key, refs);
     }
     this.evict();
   }
 
   /** KV blocks in use over capacity, as vLLM's `kv_cache_usage_perc` counts it (0..1). */
   usage(): number {
-    return Math.min(1, this.pinned / this.capacityBlocks);
+    return Math.min(1, (this.inUse + this.partials) / this.capacityBlocks);
   }
 
-  /** Cached blocks at most what the pinned ones leave free; the least recently used go. */
+  /**
+   * At most the capacity, less the partial blocks in use: the least recently used blocks no
+   * request is using go first (when every block is in use the cache stays over, as a vLLM host
+   * would preempt rather than evict).
+   */
   private evict(): void {
-    const room = Math.max(0, this.capacityBlocks - this.pinned);
-    for (const key of this.blocks.keys()) {
+    const room = Math.max(0, this.capacityBlocks - this.partials);
+    if (this.blocks.size <= room) return;
+    for (const [key, refs] of this.blocks) {
       if (this.blocks.size <= room) break;
-      this.blocks.delete(key);
+      if (refs === 0) this.blocks.delete(key);
     }
   }
 }

@@ -39,6 +39,12 @@ export interface SimulatorOptions {
    * `cached_tokens` and spares the prefill of what it holds. Absent: no prefix cache.
    */
   kvBlocks?: number;
+  /**
+   * Prefill is one queue per host (`msPerPromptToken` of the GPU's time per uncached prompt
+   * token, one request after another), not each request's own: what a host that recomputes
+   * prefixes costs everyone it serves. Default false.
+   */
+  sharedPrefill?: boolean;
 }
 
 export interface Simulator {
@@ -46,6 +52,10 @@ export interface Simulator {
   url: string;
   port: number;
   stats(): SimulatorStats;
+  /** Forgets what its prefix cache holds, and any prefill queued (a run that must start cold). */
+  clearCache(): void;
+  /** Prompt tokens looked up in its prefix cache so far, and found there. */
+  cacheCounts(): { queries: number; hits: number };
   /** Plays a host this many times slower (1: as configured). */
   setSlow(factor: number): void;
   /** Stops answering at once: the port refuses connections, open ones are reset. */
@@ -69,6 +79,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     cache: options.kvBlocks === undefined ? null : new PrefixCache(options.kvBlocks),
     running: 0,
     slowFactor: 1,
+    prefillFreeAt: options.sharedPrefill ? 0 : null,
   };
   const sockets = new Set<Socket>();
 
@@ -146,6 +157,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     port,
     stats: () => host.ledger.stats(),
     turnGaps: () => host.ledger.turnGaps(),
+    clearCache: () => {
+      host.cache = options.kvBlocks === undefined ? null : new PrefixCache(options.kvBlocks);
+      if (host.prefillFreeAt !== null) host.prefillFreeAt = 0;
+    },
+    cacheCounts: () => ({ queries: host.cache?.queries ?? 0, hits: host.cache?.hits ?? 0 }),
     setSlow: (factor) => {
       host.slowFactor = factor;
     },

@@ -44,6 +44,22 @@ describe("a host's prefix cache", () => {
     expect(cache.start([...ids, ...ids]).cachedTokens).toBe(6 * BLOCK_TOKENS);
   });
 
+  it("counts a block that requests share once, and never evicts a block in use", () => {
+    const cache = new PrefixCache(4);
+    const prompt = Array.from({ length: 32 }, (_, i) => i);
+    const first = cache.start(prompt);
+    const second = cache.start(prompt);
+    // Two requests on the same two blocks: half the cache in use, not all of it.
+    expect(cache.usage()).toBe(0.5);
+    expect(second.cachedTokens).toBe(32);
+    // Six more blocks than fit: the two in use stay.
+    const other = Array.from({ length: 96 }, (_, i) => 500 + i);
+    cache.start(other).release();
+    expect(cache.start(prompt).cachedTokens).toBe(32);
+    first.release();
+    second.release();
+  });
+
   it("evicts the least recently used blocks when full", () => {
     const cache = new PrefixCache(4);
     const a = Array.from({ length: 32 }, (_, i) => i);
@@ -116,5 +132,32 @@ describe("a simulated fleet", () => {
     const slow = await ask(url(1), [...conversation(3), { role: "user", content: "Slowly." }]);
     fleet.hosts[1]?.setSlow(1);
     expect(slow.ms).toBeGreaterThan(fast.ms + 20);
+  });
+});
+
+describe("a host whose prefill is shared", () => {
+  // Three different conversations at once: with one prefill per host they queue behind each
+  // other, as on a GPU; without, they overlap.
+  const together = async (sharedPrefill: boolean) => {
+    const one = await startSimFleet(1, { sharedPrefill, latency: { msPerPromptToken: 1 } });
+    try {
+      const url = one.hosts[0]?.url ?? "";
+      const alone = await ask(url, conversation(9));
+      const three = await Promise.all(
+        [1, 2, 3].map((k) =>
+          ask(url, [{ role: "system", content: `Host ${k}.` }, ...conversation(9)]),
+        ),
+      );
+      return { alone: alone.ms, slowest: Math.max(...three.map((a) => a.ms)) };
+    } finally {
+      await one.close();
+    }
+  };
+
+  it("makes concurrent prefills wait for one another, and not when it is not", async () => {
+    const shared = await together(true);
+    expect(shared.slowest).toBeGreaterThan(2.5 * shared.alone);
+    const own = await together(false);
+    expect(own.slowest).toBeLessThan(2 * own.alone);
   });
 });
