@@ -47,6 +47,12 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   private readonly permits = new Map<string, Permit>();
   /** Permits held on each host. */
   private readonly load = new Map<string, number>();
+  /**
+   * Per group, its permits on each host: where its episodes are now. A group's later episodes
+   * prefer those hosts when the group has stored no home yet (its episodes start together, and a
+   * choice by load alone would spread them).
+   */
+  private readonly groupHosts = new Map<string, Map<string, number>>();
   private readonly waiting = new Map<string, Waiter[]>();
   /** Groups with waiters, in the order they are served (round robin). */
   private readonly turns: string[] = [];
@@ -336,8 +342,30 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
       this.drop(ticket);
     }
     if (this.turns.length > 0) return null;
-    const host = chooseHost(route.key, route.preferred, this.loads(route), this.bound);
+    const host = chooseHost(
+      route.key,
+      this.preferredOf(group, route),
+      this.loads(route),
+      this.bound,
+    );
     return host === null ? null : this.grant(ticket, group, host, leaseMs, route);
+  }
+
+  /** The route's preferred hosts, then those the group's episodes hold permits on, most first. */
+  private preferredOf(group: string, route: Route): (string | null)[] {
+    const held = this.groupHosts.get(group);
+    if (held === undefined) return route.preferred;
+    const hosts = [...held.entries()].sort((a, b) => b[1] - a[1]).map(([host]) => host);
+    return [...route.preferred, ...hosts];
+  }
+
+  private countGroupHost(group: string, host: string, delta: number): void {
+    const held = this.groupHosts.get(group) ?? new Map<string, number>();
+    const n = (held.get(host) ?? 0) + delta;
+    if (n > 0) held.set(host, n);
+    else held.delete(host);
+    if (held.size > 0) this.groupHosts.set(group, held);
+    else this.groupHosts.delete(group);
   }
 
   private allEjected(): boolean {
@@ -373,9 +401,13 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   /** Counts a permit in memory (granted now, or read back after a restart). */
   private hold(ticket: string, permit: Permit): void {
     const before = this.permits.get(ticket);
-    if (before !== undefined) this.load.set(before.host, (this.load.get(before.host) ?? 1) - 1);
+    if (before !== undefined) {
+      this.load.set(before.host, (this.load.get(before.host) ?? 1) - 1);
+      this.countGroupHost(before.group, before.host, -1);
+    }
     this.permits.set(ticket, permit);
     this.load.set(permit.host, (this.load.get(permit.host) ?? 0) + 1);
+    this.countGroupHost(permit.group, permit.host, 1);
   }
 
   private drop(ticket: string): void {
@@ -383,6 +415,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
     if (permit === undefined) return;
     this.permits.delete(ticket);
     this.load.set(permit.host, (this.load.get(permit.host) ?? 1) - 1);
+    this.countGroupHost(permit.group, permit.host, -1);
     this.ctx.storage.sql.exec("DELETE FROM permits WHERE ticket = ?", ticket);
   }
 
@@ -423,7 +456,12 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
         const next = queue[0];
         const host =
           next &&
-          chooseHost(next.route.key, next.route.preferred, this.loads(next.route), this.bound);
+          chooseHost(
+            next.route.key,
+            this.preferredOf(group, next.route),
+            this.loads(next.route),
+            this.bound,
+          );
         if (!next || host === null || host === undefined) {
           if (!next) this.forgetWaiters(group);
           else i++;

@@ -1,10 +1,12 @@
 /**
  * Which host an episode's generations go to: affinity first, then load. An episode stays on the
  * host it has (its turns extend one another: the host's prefix cache holds its conversation); a
- * new one goes to its group's home (the group's episodes share their prompt); a group's home is
- * its first host in rendezvous order (highest random weight, weighted by each host's `weight`),
- * so every group has a stable order of hosts and loses its place only when a host goes away.
- * Load bounds all of it, as in consistent hashing with bounded loads (Mirrokni et al., 2018): a
+ * new one goes to its group's home (the group's episodes share their prompt). A group's home is
+ * the least loaded host (by weight) when it starts: its key is a fresh id that no cache has
+ * seen, so nothing is lost by choosing for load, and homing whole groups by hash alone leaves
+ * hosts a third apart at 32 groups over 4 hosts. Ties go by rendezvous order (highest random
+ * weight), so an idle fleet homes each group on the first host of its own stable order. Load
+ * bounds the affinities, as in consistent hashing with bounded loads (Mirrokni et al., 2018): a
  * host is passed over when taking one more would put it above its cap, or more than
  * `loadFactor` times the fleet's mean load and by more than `slack` episodes.
  */
@@ -92,11 +94,9 @@ export function chooseHost(
     const host = available.find((h) => h.url === url);
     if (host !== undefined && !overloaded(host, hosts, bound)) return host.url;
   }
-  const order = rendezvousOrder(key, available);
-  const within = order.find((h) => !overloaded(h, hosts, bound));
-  if (within !== undefined) return within.url;
-  // Everyone is above the bound but some are under their cap: the least loaded by weight.
-  const underCap = order.filter((h) => h.load + 1 <= h.cap);
-  underCap.sort((a, b) => a.load / a.weight - b.load / b.weight);
+  // The least loaded by weight among those under their cap (sort is stable: ties keep the
+  // rendezvous order).
+  const underCap = rendezvousOrder(key, available).filter((h) => h.load + 1 <= h.cap);
+  underCap.sort((a, b) => (a.load + 1) / a.weight - (b.load + 1) / b.weight);
   return underCap[0]?.url ?? null;
 }

@@ -43,7 +43,24 @@ describe("choosing a host", () => {
   const load = (loads: number[], cap = Number.POSITIVE_INFINITY): HostLoad[] =>
     loads.map((l, i) => ({ url: `h${i}`, weight: 1, load: l, cap, available: true }));
 
-  it("keeps the preferred host until it is above the bound, then takes the next in order", () => {
+  it("homes a new group on the least loaded host, by weight, and on its rendezvous first when idle", () => {
+    expect(chooseHost("k", [], load([3, 1, 2, 5]))).toBe("h1");
+    const weighted = load([4, 3, 0, 0]).map((h, i) => ({ ...h, weight: i === 0 ? 4 : 1 }));
+    // h0 holds 4 of a weight of 4: one more is 5/4, against 1/1 on an idle host of weight 1.
+    expect(chooseHost("k", [], weighted)).not.toBe("h0");
+    expect(chooseHost("k", [], load([0, 0, 0, 0]))).toBe(
+      rendezvousOrder("k", load([0, 0, 0, 0]))[0]?.url,
+    );
+    // 32 groups of 8 over 4 hosts: each host ends with 8 of them.
+    const fleet = load([0, 0, 0, 0]);
+    for (let g = 0; g < 32; g++) {
+      const home = fleet.find((h) => h.url === chooseHost(`g${g}`, [], fleet)) as HostLoad;
+      home.load += 8;
+    }
+    expect(fleet.map((h) => h.load)).toEqual([64, 64, 64, 64]);
+  });
+
+  it("keeps the preferred host until it is above the bound, then takes the least loaded", () => {
     expect(chooseHost("k", ["h2"], load([10, 10, 10, 10]))).toBe("h2");
     // h2 at 20 against a mean of about 12.75: above 1.5x the mean and more than 4 over it.
     expect(chooseHost("k", ["h2"], load([10, 10, 20, 10]))).not.toBe("h2");
