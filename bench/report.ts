@@ -18,6 +18,7 @@ import {
   verdict,
   withSpread,
 } from "./report-figures";
+import { fleetFigures, fleetSection } from "./report-fleet";
 import { memoryAndTail } from "./report-targets";
 import type { Results } from "./results";
 
@@ -128,6 +129,18 @@ function rows(r: Results): Row[] {
       1,
     ],
     ["… wall time added per sampled token (µs)", figure(r, "teacher_wall_us_per_token"), null, 1],
+    [
+      "Fleet: prefix cache hit rate, edgeroll over one host with the whole KV",
+      figure(r, "fleet_cache_hit_ratio"),
+      atLeast(0.9),
+    ],
+    ["… round robin over one host", figure(r, "round_robin_cache_hit_ratio"), null],
+    ["Fleet balance, busiest host's requests / mean", figure(r, "fleet_balance"), atMost(1.25)],
+    [
+      "Fleet throughput, episodes per s, edgeroll / round robin",
+      figure(r, "fleet_throughput_ratio"),
+      atLeast(1.5),
+    ],
   ];
 }
 
@@ -223,6 +236,7 @@ ${rows(r)
   )
   .join("\n")}
 | Token bytes per token (R2 object / tokens held; bytes, the same every run) | ${fmt(r.token_bytes_per_token)} | ≤ 10 | ${r.token_bytes_per_token <= 10 ? "yes" : "**no**"} |
+| Episodes lost when a fleet host is killed mid-run (a count, of ${r.failover_episodes ?? "—"}) | ${r.failover_lost_episodes ?? "—"} | 0 | ${r.failover_lost_episodes === undefined ? "" : r.failover_lost_episodes === 0 ? "yes" : "**no**"} |
 
 ## The pipeline against the floor, at each C
 
@@ -236,6 +250,8 @@ ${byCTable(r)}
 ${processTable(r)}
 
 ${memoryAndTail(r)}
+
+${fleetSection(r)}
 
 ## What each figure is
 
@@ -260,6 +276,7 @@ ${memoryAndTail(r)}
 - **Remote step**: the same guess-number groups (same seeds, so the same transcripts) against the built-in environment and against its Python twin served over HTTP by \`python3 -m edgeroll_env serve\` (${d.remote.groups} groups of 8, ${d.remote.repeats} repeats, alternating order): workerd CPU per turn, ${withSpread(figure(r, "remote_step_cpu_ms_per_turn"))} against ${withSpread(figure(r, "builtin_step_cpu_ms_per_turn"))} ms; the Python process's own CPU is not counted. A turn's latency is an episode's wall time over its turns, the median over the run's episodes, with the simulator answering at once.
 - **Token-in**: the same marathon groups (8 turns, 256-token completions, same seeds, rotating order) with \`generation: "chat"\` and \`"tokens"\` (${d.tokenIn.groups} groups of 8, ${d.tokenIn.repeats} repeats): workerd CPU per turn, ${withSpread(figure(r, "token_in_cpu_ms_per_turn"))} against ${withSpread(figure(r, "chat_cpu_ms_per_turn"))} ms, and end-to-end turns per second with the simulator answering at once. A token-in turn makes two calls to the host (\`/tokenize\`, then \`/v1/completions\` with the prompt as ids) where a chat turn makes one.
 - **Teacher scoring**: the same token-in groups with \`algorithm: "opd"\` (the simulator's teacher scores each episode's sample with \`prompt_logprobs\`) over the token-in run without: the extra workerd CPU, and the extra wall time of the whole run, divided by the sampled tokens the teacher scored. The wall-time figure is a difference of two runs' durations and its spread shows how little of it is the teacher's.
+${fleetFigures(r)}
 
 ## Growth with episode length
 
@@ -287,6 +304,7 @@ one location, never to D1, and is the size of the prompt the inference host must
 - \`npm run bench\`: everything above; rewrites this file and bench/results.json (this run: ${fmt(r.seconds / 60, 0)} minutes).
 - \`npm run bench -- --quick\`: a reduced run, printed only (CI runs it).
 - \`npm run bench:floor [-- ROUNDS C,C]\`: the pipeline against the floor Worker alone, fresh processes, alternated.
+- \`npm run bench:fleet [-- GROUPS REPEATS]\`: only the fleet part, printed.
 - \`npm run bench:rss [-- ROUNDS]\`: only the memory figure (the pipeline's peak workerd RSS over the floor's, C = 8 to 1,024, fresh processes), about 6.5 minutes a round.
 - \`npm run bench:profile\`: a V8 CPU profile of the Worker; \`npm run bench:heap\`: a heap snapshot of workerd at the C = 1,024 peak, summarized.
 - \`npx tsx bench/report.ts\`: writes this file again from bench/results.json.

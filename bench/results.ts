@@ -5,6 +5,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
+import type { FleetResult } from "./fleet";
 import type { GrowthResult } from "./growth";
 import type { IdealPoint } from "./ideal";
 import type { LandingResult } from "./landing";
@@ -35,6 +36,8 @@ export interface BenchReport {
   remote: RemoteStepResult;
   /** Token-in generation against chat mode, and teacher scoring's cost per sampled token. */
   tokenIn: TokenInResult;
+  /** edgeroll's routing over simulated hosts against round robin and one big host. */
+  fleet: FleetResult;
   machine: Machine;
   share: MachineShare;
 }
@@ -178,6 +181,18 @@ export function resultsJson(report: BenchReport) {
     ...keysOf("chat_turns_per_s", report.tokenIn.chatTurnsPerS),
     ...keysOf("teacher_cpu_us_per_token", report.tokenIn.teacherCpuUsPerToken),
     ...keysOf("teacher_wall_us_per_token", report.tokenIn.teacherWallUsPerToken),
+    ...keysOf("fleet_cache_hit_ratio", report.fleet.fleetCacheHitRatio),
+    ...keysOf("round_robin_cache_hit_ratio", report.fleet.roundRobinCacheHitRatio),
+    ...keysOf("fleet_hit_rate", report.fleet.hitRates.edgeroll),
+    ...keysOf("round_robin_hit_rate", report.fleet.hitRates.roundRobin),
+    ...keysOf("one_host_hit_rate", report.fleet.hitRates.oneHost),
+    ...keysOf("fleet_balance", report.fleet.fleetBalance),
+    ...keysOf("fleet_throughput_ratio", report.fleet.fleetThroughputRatio),
+    ...keysOf("fleet_episodes_per_s", report.fleet.episodesPerS.edgeroll),
+    ...keysOf("round_robin_episodes_per_s", report.fleet.episodesPerS.roundRobin),
+    // Counts, not timings: a run that loses an episode has lost it.
+    failover_lost_episodes: report.fleet.failoverLostEpisodes,
+    failover_episodes: report.fleet.failoverEpisodes,
     // Bytes, not timings: the same seeds store the same bytes, so one run measures them.
     token_bytes_per_token: report.growth.tokenBytesPerToken,
     growth: report.growth,
@@ -190,6 +205,7 @@ export function resultsJson(report: BenchReport) {
       tokens: report.tokens,
       remote: report.remote,
       tokenIn: report.tokenIn,
+      fleet: report.fleet,
     },
     machine: describeMachine(report.machine),
     machine_detail: report.machine,

@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { measureFleet } from "./fleet";
 import { measureGrowth } from "./growth";
 import { measureLanding } from "./landing";
 import { detectMachine } from "./machine";
@@ -30,6 +31,7 @@ const plan = quick
       tokens: { groups: 4, repeats: 2 },
       remote: { groups: 4, repeats: 2 },
       tokenIn: { groups: 4, repeats: 1 },
+      fleet: { hosts: 4, groups: 4, groupSize: 4, turns: 4, repeats: 1, kvBlocks: 20_000 },
     }
   : {
       overhead: { groups: 32, repeats: 6, warmUps: 2 },
@@ -39,6 +41,7 @@ const plan = quick
       tokens: { groups: 16, repeats: 4 },
       remote: { groups: 16, repeats: 4 },
       tokenIn: { groups: 16, repeats: 3 },
+      fleet: { hosts: 4, groups: 32, groupSize: 8, turns: 8, repeats: 3, kvBlocks: 20_000 },
     };
 
 const started = Date.now();
@@ -101,6 +104,14 @@ const landing = await measureLanding(plan.landing.groups, plan.landing.repeats);
 say(
   `landing ${spread(landing.landingGroupsPerS, 0)} groups/s, serving ${spread(landing.servingEpisodesPerS, 0)} episodes/s, token serving ratio ${spread(landing.tokenServingRatio)}`,
 );
+const { fleet: f } = plan;
+say(
+  `fleet: ${f.groups} groups of ${f.groupSize}, ${f.turns} turns, on ${f.hosts} simulated hosts with ${f.kvBlocks} KV blocks in all; edgeroll, round robin and one host rotated, ${f.repeats} repeat(s), then a host killed mid-run`,
+);
+const fleet = await measureFleet(plan.fleet, say);
+say(
+  `fleet: hit rate over one host's ${spread(fleet.fleetCacheHitRatio)} (round robin ${spread(fleet.roundRobinCacheHitRatio)}), balance ${spread(fleet.fleetBalance)}, episodes/s over round robin ${spread(fleet.fleetThroughputRatio)}, ${fleet.failoverLostEpisodes} of ${fleet.failoverEpisodes} lost to the killed host`,
+);
 
 const results = resultsJson({
   quick,
@@ -110,6 +121,7 @@ const results = resultsJson({
   traced,
   sweep,
   landing,
+  fleet,
   machine,
   share: share.stop(),
 });
