@@ -52,6 +52,27 @@ export async function landGroups(
   );
 }
 
+/** Leases and acks everything a run has landed, as trainers would: the groups and episodes served. */
+export async function serveEverything(client: EdgerollClient, runId: string) {
+  const groups = new Set<string>();
+  const episodeIds: string[] = [];
+  for (;;) {
+    const batch = await client.lease({
+      max_groups: 50,
+      run_id: runId,
+      skip_uniform_groups: false,
+      include: [],
+    });
+    if (batch.batch_id === null) break;
+    for (const group of batch.groups) {
+      groups.add(group.group_id);
+      episodeIds.push(...group.episodes.map((e) => e.episode_id));
+    }
+    await client.ack(batch.batch_id);
+  }
+  return { groups, episodeIds };
+}
+
 /** Every landed episode of a run, with transcripts. */
 export async function episodesOf(client: EdgerollClient, runId: string): Promise<Episode[]> {
   const all: Episode[] = [];
@@ -110,7 +131,10 @@ export function countBy<T>(items: readonly T[], key: (item: T) => string): Recor
 }
 
 const git = (...args: string[]) =>
-  spawnSync("git", args, { cwd: import.meta.dirname, encoding: "utf8" }).stdout?.trim() ?? "";
+  spawnSync("git", args, {
+    cwd: resolve(import.meta.dirname, ".."),
+    encoding: "utf8",
+  }).stdout?.trim() ?? "";
 
 /**
  * The code a run ran, read as it starts (a run takes minutes; the tree may move on): the commit,

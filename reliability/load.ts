@@ -7,7 +7,7 @@
  */
 import pMap from "p-map";
 import { EdgerollClient } from "../src/client/edgeroll-client";
-import { flag, guessRequest, withStack, writeResult } from "./harness";
+import { flag, guessRequest, serveEverything, withStack, writeResult } from "./harness";
 import { renderReport } from "./report";
 import { type LoadResult, loadVerdict } from "./verdicts";
 
@@ -65,22 +65,7 @@ const result = await withStack(
     const seconds = (Date.now() - started) / 1000;
 
     // Trainers take everything: whole groups, every episode, acked.
-    const served = new Set<string>();
-    const episodeIds: string[] = [];
-    for (;;) {
-      const batch = await client.lease({
-        max_groups: 50,
-        run_id: RUN,
-        skip_uniform_groups: false,
-        include: [],
-      });
-      if (batch.batch_id === null) break;
-      for (const group of batch.groups) {
-        served.add(group.group_id);
-        episodeIds.push(...group.episodes.map((e) => e.episode_id));
-      }
-      await client.ack(batch.batch_id);
-    }
+    const { groups: served, episodeIds } = await serveEverything(client, RUN);
     const turns = groups.reduce((n, g) => n + g.episodes.reduce((m, e) => m + e.turns, 0), 0);
     const stats = stack.simulator?.stats();
     const distinct = new Set(episodeIds).size;

@@ -1,6 +1,7 @@
 /** Writes docs/reliability.md from the result files of the reliability runs. */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { FleetRunResult } from "./fleet-verdict";
 import { RESULTS } from "./harness";
 import type { Row } from "./suites";
 import type { CrashResult, EpisodeEnds, LoadResult } from "./verdicts";
@@ -25,6 +26,31 @@ function ranOn(date: string, commits: readonly (string | undefined)[]): string {
 /** A load or crash result in today's shape (with `problems`), or null: rerun it. */
 function current<T extends { problems?: unknown }>(result: T | null): T | null {
   return result !== null && Array.isArray(result.problems) ? result : null;
+}
+
+const seconds = (s: number | null) => (s === null ? "never" : `${s.toFixed(1)} s`);
+
+function fleetSection(fleet: (FleetRunResult & { commit?: string }) | null): string {
+  if (fleet === null) return "Not run yet: `npm run test:fleet`.";
+  const hosts = fleet.requestsByHost.map((n, i) => `host ${i}: ${n}`).join(", ");
+  return [
+    `Produced by \`npm run test:fleet${fleet.short ? " -- --short" : ""}\` ${ranOn(fleet.date, [fleet.commit])}: ${fleet.hosts} simulated hosts, each \`edgeroll sim\` in a process of its own`,
+    `(${fleet.latency.ttftMs} ms to first token, ${fleet.latency.msPerToken} ms per token), host ${fleet.slowHost} ${fleet.slowFactor} times slower throughout, behind one comma-separated \`INFERENCE_BASE_URL\`.`,
+    `${fleet.groups - fleet.lateGroups} groups of ${fleet.groupSize} start at once; host ${fleet.killedHost} is SIGKILLed while they run and started again on the same port ${fleet.revivedAtSeconds - fleet.killedAtSeconds > 0 ? `${(fleet.revivedAtSeconds - fleet.killedAtSeconds).toFixed(0)} s later` : "later"};`,
+    `${fleet.lateGroups} more groups start once it is readmitted. Times are seconds from the first group's start.`,
+    "",
+    "| figure | value |",
+    "|---|---|",
+    `| host ${fleet.killedHost} SIGKILLed, with episodes on it | ${seconds(fleet.killedAtSeconds)}, ${fleet.inFlightOnKilledHost} |`,
+    `| shown ejected by \`GET /v1/hosts\` | ${seconds(fleet.ejectedAtSeconds)} |`,
+    `| started again / readmitted on a probe / healthy on an answer | ${seconds(fleet.revivedAtSeconds)} / ${seconds(fleet.readmittedAtSeconds)} / ${seconds(fleet.healthyAgainAtSeconds)} |`,
+    `| generations answered by host (the killed one: after its restart) | ${hosts} |`,
+    `| groups landed / landed as failed / served to a trainer | ${fleet.landed} / ${fleet.failedGroups} / ${fleet.served} |`,
+    `| episodes completed / truncated / failed | ${ends(fleet.episodeEnds)} |`,
+    `| lost / duplicated | ${fleet.lost} / ${fleet.duplicated} |`,
+    `| wall time | ${fleet.seconds.toFixed(0)} s |`,
+    `| every group landed, none as failed, every episode completed; the dead host ejected, readmitted and answering again; the slow one serving | ${verdictLine(fleet.ok, fleet.problems)} |`,
+  ].join("\n");
 }
 
 const cell = (text: string | number) => String(text).replaceAll("|", "\\|").replaceAll("\n", " ");
@@ -214,6 +240,10 @@ export function renderReport(): void {
           "to receiving its request t+1 — stepping the environment, persisting, the permit, building the request.",
         ].join("\n")
       : "Not run yet: `npm run test:load`.",
+    "",
+    "## A host of a fleet killed",
+    "",
+    fleetSection(current(read<FleetRunResult>("fleet"))),
     "",
     "## In the test suite (`npm test`)",
     "",

@@ -4,6 +4,7 @@
  */
 import type { z } from "zod";
 import type { EndState } from "../domain/episode-outcomes";
+import type { HostsView, HostUpdate } from "../fleet/hosts-wire";
 import type { PolicyRequestSchema } from "../policy/policy-wire";
 import type { StartGroupRequestSchema } from "../rollout/group-spec";
 import type { LeaseRequestSchema } from "../trainer/lease-request";
@@ -260,6 +261,19 @@ export class EdgerollClient {
 
   getPolicy(runId: string): Promise<RunPolicyView> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}/policy`);
+  }
+
+  /** The inference fleet: each host's state, episodes in flight, cap and declared version. */
+  listHosts(): Promise<HostsView> {
+    return this.request("GET", "/v1/hosts");
+  }
+
+  /**
+   * Pauses or resumes one host, or records the policy version it serves now (the trainer role):
+   * a rolling weight sync, host by host, while the rest of the fleet generates.
+   */
+  setHost(update: HostUpdate): Promise<{ host: HostsView["hosts"][number] }> {
+    return this.request("POST", "/v1/hosts", update);
   }
 
   getEpisode(episodeId: string): Promise<EpisodeView> {

@@ -1,6 +1,7 @@
 // The predicates behind the load and crash runs' `ok`: a deliberately broken build (every episode
 // failing) must make both runs fail, and so must any one failed episode or idle kill.
 import { describe, expect, it } from "vitest";
+import { fleetVerdict } from "../../reliability/fleet-verdict";
 import { crashVerdict, type EpisodeEnds, loadVerdict } from "../../reliability/verdicts";
 
 const GROUPS = 40;
@@ -139,5 +140,77 @@ describe("the crash run's verdict", () => {
     expect(crashVerdict({ ...healthyCrash, duplicatedEpisodes: 1 }).ok).toBe(false);
     expect(crashVerdict({ ...healthyCrash, brokenTranscripts: 1 }).ok).toBe(false);
     expect(crashVerdict({ ...healthyCrash, groupRows: GROUPS - 1 }).ok).toBe(false);
+  });
+});
+
+const healthyFleet = {
+  date: "2026-12-03T00:00:00.000Z",
+  short: true,
+  hosts: 4,
+  groups: GROUPS,
+  groupSize: SIZE,
+  lateGroups: 10,
+  killedHost: 1,
+  slowHost: 2,
+  slowFactor: 10,
+  killedAtSeconds: 4,
+  inFlightOnKilledHost: 64,
+  ejectedAtSeconds: 4.4,
+  revivedAtSeconds: 9.5,
+  readmittedAtSeconds: 10.1,
+  healthyAgainAtSeconds: 11,
+  requestsByHost: [600, 150, 480, 620],
+  timeline: [],
+  landed: GROUPS,
+  failedGroups: 0,
+  served: GROUPS,
+  episodes: EPISODES,
+  lost: 0,
+  duplicated: 0,
+  episodeEnds: { completed: EPISODES, truncated: 0, failed: 0 },
+  failureReasons: {},
+  seconds: 25,
+  latency: { ttftMs: 100, msPerToken: 5 },
+};
+
+describe("the fleet run's verdict", () => {
+  it("passes a run where every group landed and the dead host came back to work", () => {
+    expect(fleetVerdict(healthyFleet)).toEqual({ ok: true, problems: [] });
+  });
+
+  it("fails episodes failed for the dead host, and a build that fails them all", () => {
+    const one = {
+      ...healthyFleet,
+      episodeEnds: { completed: EPISODES - 1, truncated: 0, failed: 1 },
+    };
+    expect(fleetVerdict(one).ok).toBe(false);
+    const broken = { ...healthyFleet, landed: 0, failedGroups: GROUPS, episodeEnds: allFailed };
+    expect(fleetVerdict(broken).problems).toEqual([
+      `0 of ${GROUPS} groups landed`,
+      `${GROUPS} groups landed as failed`,
+      `0 of ${EPISODES} episodes completed (0 truncated, ${EPISODES} failed)`,
+    ]);
+  });
+
+  it("fails a dead host never ejected, never readmitted, or given nothing after it came back", () => {
+    expect(fleetVerdict({ ...healthyFleet, ejectedAtSeconds: null }).problems).toEqual([
+      "the killed host was never shown ejected",
+    ]);
+    expect(
+      fleetVerdict({ ...healthyFleet, readmittedAtSeconds: null, healthyAgainAtSeconds: null })
+        .problems,
+    ).toEqual([
+      "the killed host was not readmitted after it came back",
+      "the readmitted host was never healthy again",
+    ]);
+    expect(fleetVerdict({ ...healthyFleet, requestsByHost: [600, 0, 480, 620] }).problems).toEqual([
+      "the readmitted host answered nothing",
+    ]);
+  });
+
+  it("fails a kill that found nothing on the host: it tested nothing", () => {
+    expect(fleetVerdict({ ...healthyFleet, inFlightOnKilledHost: 0 }).problems).toEqual([
+      "the kill found no episode on the host",
+    ]);
   });
 });
