@@ -1,7 +1,10 @@
 /** The dashboard's front page: runs, reward distributions, success rates, policy trend, failures. */
+
+import type { HostsView } from "../fleet/hosts-wire";
 import { binValues, color, Histogram, LineChart, type Series, ShareBars } from "./charts";
+import { HostsTable } from "./hosts-table";
 import { fmt, Layout, Pill } from "./layout";
-import type { overview } from "./queries";
+import type { HostStatsRow, overview } from "./queries";
 
 type Overview = Awaited<ReturnType<typeof overview>>;
 
@@ -11,7 +14,11 @@ function byKey<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]>
   return map;
 }
 
-export function OverviewPage(props: { data: Overview; run: string | null }) {
+export function OverviewPage(props: {
+  data: Overview;
+  hosts: { live: HostsView["hosts"]; stats: HostStatsRow[] };
+  run: string | null;
+}) {
   const {
     runs,
     scores,
@@ -141,6 +148,8 @@ export function OverviewPage(props: { data: Overview; run: string | null }) {
           </table>
         </>
       ) : null}
+
+      <HostsTable live={props.hosts.live} stats={props.hosts.stats} run={props.run} />
 
       <h2>Runs</h2>
       <table data-testid="runs">

@@ -73,6 +73,39 @@ export interface PolicyRow {
   stale_turns: number;
 }
 
+/**
+ * Each inference host's share of the work from the `host_stats` view, summed over runs when no
+ * run is chosen. Latency percentiles do not sum: they are a run's, null over all runs.
+ */
+export interface HostStatsRow {
+  host: string;
+  requests: number;
+  failures: number;
+  prompt_tokens: number;
+  cached_tokens: number | null;
+  cache_hit_rate: number | null;
+  latency_ms_p50: number | null;
+  latency_ms_p99: number | null;
+}
+
+export function hostStats(db: D1Database, run: string | null): Promise<HostStatsRow[]> {
+  if (run !== null)
+    return all<HostStatsRow>(
+      db,
+      `SELECT host, requests, failures, prompt_tokens, cached_tokens, cache_hit_rate,
+         latency_ms_p50, latency_ms_p99 FROM host_stats WHERE run_id = ?1 ORDER BY host`,
+      run,
+    );
+  return all<HostStatsRow>(
+    db,
+    `SELECT host, SUM(requests) AS requests, SUM(failures) AS failures,
+       SUM(prompt_tokens) AS prompt_tokens, SUM(cached_tokens) AS cached_tokens,
+       CAST(SUM(cached_tokens) AS REAL) / NULLIF(SUM(CASE WHEN cached_tokens IS NOT NULL THEN prompt_tokens END), 0) AS cache_hit_rate,
+       NULL AS latency_ms_p50, NULL AS latency_ms_p99
+     FROM host_stats GROUP BY host ORDER BY host`,
+  );
+}
+
 /** `run` narrows everything to one run; null means all runs. */
 export async function overview(db: D1Database, run: string | null) {
   const [

@@ -1,13 +1,14 @@
 /** The dashboard, served by the Worker: server-rendered pages over the same data as the API. */
 import { Hono } from "hono";
 import { findEpisode } from "../db/queries";
+import { fleetScheduler } from "../rollout/bindings";
 import { episodeView } from "../views/episode-view";
 import { findGroupView } from "../views/group-view";
 import { EpisodePage } from "./episode-page";
 import { GroupPage } from "./group-page";
 import { Layout } from "./layout";
 import { OverviewPage } from "./overview-page";
-import { overview } from "./queries";
+import { hostStats, overview } from "./queries";
 
 function NotFound(props: { what: string }) {
   return (
@@ -22,7 +23,12 @@ function NotFound(props: { what: string }) {
 export const dashboardRoutes = new Hono<{ Bindings: Env }>()
   .get("/", async (c) => {
     const run = c.req.query("run") ?? null;
-    return c.html(<OverviewPage data={await overview(c.env.DB, run)} run={run} />);
+    const [data, live, stats] = await Promise.all([
+      overview(c.env.DB, run),
+      fleetScheduler(c.env).hosts(),
+      hostStats(c.env.DB, run),
+    ]);
+    return c.html(<OverviewPage data={data} hosts={{ live, stats }} run={run} />);
   })
   .get("/groups/:id", async (c) => {
     const id = c.req.param("id");

@@ -13,7 +13,7 @@ import { rolloutGroup } from "../rollout/bindings";
 import { migrate } from "../utils/migrations";
 import { nextCap } from "./adaptive-cap";
 import type { FleetApi, Grant, HostFailure, HostView, Route } from "./fleet-api";
-import { answered, failed, readmitted } from "./health";
+import { answered, failed, probed } from "./health";
 import { HostRecords } from "./host-records";
 import { type FleetHost, fleetHosts } from "./hosts-config";
 import { FLEET_MIGRATIONS } from "./migrations";
@@ -251,28 +251,33 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
     this.alarmAt = null;
     const now = Date.now();
     for (const [ticket, permit] of this.permits) if (permit.expiresAt <= now) this.drop(ticket);
-    const ejected = this.configured.filter(
-      (h) => this.records.get(h.url).health.state === "ejected",
-    );
     await Promise.all(
-      ejected.map(async (h) => {
-        const probe = await probeHost(h.url, this.config.INFERENCE_API_KEY);
-        const at = Date.now();
-        this.records.update(h.url, (r) =>
-          probe.ok
-            ? { ...r, health: readmitted(r.health, at) }
-            : { ...r, health: { ...r.health, lastError: probe.error } },
-        );
-      }),
+      this.configured
+        .filter((h) => this.onTrialOrOut(h.url))
+        .map(async (h) => {
+          const probe = await probeHost(h.url, this.config.INFERENCE_API_KEY);
+          const at = Date.now();
+          this.records.update(h.url, (r) =>
+            probe.ok
+              ? { ...r, health: probed(r.health, at) }
+              : { ...r, health: { ...r.health, lastError: probe.error } },
+          );
+        }),
     );
     await this.adaptCaps();
     this.pump();
     let next = Number.POSITIVE_INFINITY;
     for (const permit of this.permits.values()) next = Math.min(next, permit.expiresAt);
     const adapting = this.permits.size > 0 && this.configured.some((h) => h.adaptive);
-    if (adapting || this.configured.some((h) => this.records.get(h.url).health.state === "ejected"))
+    if (adapting || this.configured.some((h) => this.onTrialOrOut(h.url)))
       next = Math.min(next, Date.now() + this.config.HOST_PROBE_S * 1000);
     if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+  }
+
+  /** Ejected, or readmitted on trial: probed on the timer. */
+  private onTrialOrOut(url: string): boolean {
+    const { state } = this.records.get(url).health;
+    return state === "ejected" || state === "probing";
   }
 
   /** The cap a host has now: its `max_inflight`, or what its KV cache allows when adaptive. */

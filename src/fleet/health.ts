@@ -2,7 +2,9 @@
  * A host's health as the fleet sees it, a circuit breaker: `healthy` until `ejectAfter`
  * consecutive failures (no answer, a 5xx, a timeout) eject it; an ejected host is probed on a
  * timer and, once a probe answers, is `probing`: it takes new episodes again, and its first
- * failure ejects it at once, its first success makes it `healthy`. "Consecutive" is judged across
+ * failure ejects it at once; its first success, or a second probe answered a period later with
+ * no failure between (an idle fleet sends it nothing to succeed at), makes it `healthy`. A
+ * generation answered after the ejection readmits it as a probe would. "Consecutive" is judged across
  * every group: each report carries when its group last saw the host answer, so a success anyone
  * saw after a failure clears it, with no report sent per success.
  */
@@ -28,10 +30,16 @@ export const HEALTHY: HostHealth = {
   lastError: null,
 };
 
-/** Someone saw the host answer at `at`: a probing host is healthy again. */
+/**
+ * Someone saw the host answer at `at`: a probing host is healthy again, and an ejected one that
+ * answered after its ejection is on trial, as if a probe had answered.
+ */
 export function answered(health: HostHealth, at: number): HostHealth {
   if (at <= health.lastOkAt) return health;
-  if (health.state === "ejected") return { ...health, lastOkAt: at };
+  if (health.state === "ejected")
+    return health.ejectedAt !== null && at > health.ejectedAt
+      ? readmitted(health, at)
+      : { ...health, lastOkAt: at };
   return { ...health, state: "healthy", failures: 0, lastOkAt: at };
 }
 
@@ -60,4 +68,11 @@ export function failed(
 export function readmitted(health: HostHealth, at: number): HostHealth {
   if (health.state !== "ejected") return health;
   return { ...health, state: "probing", failures: 0, ejectedAt: null, lastOkAt: at };
+}
+
+/** A probe answered at `at`: an ejected host goes on trial, one on trial is healthy again. */
+export function probed(health: HostHealth, at: number): HostHealth {
+  if (health.state === "ejected") return readmitted(health, at);
+  if (health.state === "probing") return { ...health, state: "healthy", failures: 0, lastOkAt: at };
+  return health;
 }

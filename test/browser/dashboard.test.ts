@@ -74,6 +74,28 @@ describe("the dashboard", () => {
     expect(statSync(join(ARTIFACTS, "dashboard-overview.png")).size).toBeGreaterThan(20_000);
   });
 
+  it("lists each inference host: its state now, and what it answered in the run", async () => {
+    // The demo's flaky group fails its first tries all at once, which ejects the host; its retries
+    // answer after that (on trial), and the next probe makes it healthy.
+    const client = new EdgerollClient({ baseUrl: stack.apiUrl, token: stack.tokens.reader });
+    const until = Date.now() + 15_000;
+    while ((await client.listHosts()).hosts[0]?.state !== "healthy" && Date.now() < until)
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    await page.goto(`${stack.apiUrl}/?run=${RUN}`);
+    const row = page.getByTestId("hosts").locator("tbody tr");
+    expect(await row.count()).toBe(1);
+    const cells = await row.first().locator("td").allTextContents();
+    const [stats = []] = runStatements(
+      `SELECT requests, failures FROM host_stats WHERE run_id = '${RUN}' AND host = '${stack.inferenceUrl}'`,
+      { persistTo: state },
+    );
+    expect(Number(stats[0]?.requests)).toBeGreaterThan(0);
+    // host (its name; the URL on hover), state, in flight, cap, version, requests, failures, ...
+    expect(await row.first().locator("td").first().getAttribute("title")).toBe(stack.inferenceUrl);
+    expect(cells.slice(1, 3)).toEqual(["healthy", "0"]);
+    expect(cells.slice(5, 7)).toEqual([String(stats[0]?.requests), String(stats[0]?.failures)]);
+  });
+
   it("renders tool calls in a tool-agent transcript", async () => {
     await page.goto(`${stack.apiUrl}/?run=${RUN}`);
     await page

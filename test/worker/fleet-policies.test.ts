@@ -3,7 +3,7 @@
 // (adaptive-cap.ts), on Prometheus text as vLLM and SGLang write it.
 import { describe, expect, it } from "vitest";
 import { kvUsage, nextCap } from "../../src/fleet/adaptive-cap";
-import { answered, failed, HEALTHY, readmitted } from "../../src/fleet/health";
+import { answered, failed, HEALTHY, probed, readmitted } from "../../src/fleet/health";
 import { fleetHosts } from "../../src/fleet/hosts-config";
 import { chooseHost, type HostLoad, rendezvousOrder } from "../../src/fleet/routing";
 
@@ -91,6 +91,17 @@ describe("a host's health", () => {
     expect(h.state).toBe("probing");
     expect(failed(h, { at: 21, okAt: 0, error: "x" }, 3).health.state).toBe("ejected");
     expect(answered(h, 21).state).toBe("healthy");
+    // On trial with nothing sent to it, a second probe answered makes it healthy.
+    expect(probed(h, 25).state).toBe("healthy");
+  });
+
+  it("puts an ejected host on trial when a generation answers after its ejection, not before", () => {
+    let h = HEALTHY;
+    for (const at of [10, 11, 12]) h = failed(h, { at, okAt: 0, error: "x" }, 3).health;
+    expect(h.state).toBe("ejected");
+    // An answer from before the ejection (a generation sent earlier) proves nothing new.
+    expect(answered(h, 11.5).state).toBe("ejected");
+    expect(answered(h, 13).state).toBe("probing");
   });
 });
 
