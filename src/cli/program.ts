@@ -142,6 +142,11 @@ export function buildProgram(): Command {
     )
     .option("--port <n>", "port for the Worker", "8787")
     .option("--sim-port <n>", "port for the simulator", "8000")
+    .option(
+      "--sim-hosts <n>",
+      "the simulator as a fleet of n hosts on consecutive ports from --sim-port, each with a prefix cache",
+      "1",
+    )
     .option("--persist-to <dir>", "local state directory", ".wrangler/state")
     .option(
       "--inference-url <url>",
