@@ -39,6 +39,8 @@ export interface FleetResult {
   /** Episodes per second, edgeroll over round robin. */
   fleetThroughputRatio: Repeated;
   episodesPerS: { edgeroll: Repeated; roundRobin: Repeated };
+  /** Hit rates with twice the KV capacity, one run each: how much the figures owe to it. */
+  atDoubleCapacity: { edgeroll: number; roundRobin: number; oneHost: number };
   /** Episodes that did not complete in the failover run (a host killed mid-run). */
   failoverLostEpisodes: number;
   failoverEpisodes: number;
@@ -62,15 +64,18 @@ interface RunOutcome {
   hitRate: number;
 }
 
-/** One run of the workload through `client`, on hosts whose caches start empty. */
+/**
+ * One run of the workload through `client`, on hosts whose caches start empty (of `kvBlocks`
+ * each when given, else as the hosts were started).
+ */
 async function runWorkload(
   client: EdgerollClient,
   sims: SimFleet,
   plan: FleetPlan,
   runId: string,
-  during?: () => Promise<void>,
+  options: { during?: () => Promise<void>; kvBlocks?: number } = {},
 ): Promise<RunOutcome> {
-  for (const host of sims.hosts) host.clearCache();
+  for (const host of sims.hosts) host.clearCache(options.kvBlocks);
   const before = sims.hosts.map((h) => h.stats().requests);
   const started = Date.now();
   const landing = pMap(
@@ -94,7 +99,7 @@ async function runWorkload(
     },
     { concurrency: 32 },
   );
-  await during?.();
+  await options.during?.();
   const groups = await landing;
   const seconds = (Date.now() - started) / 1000;
   const episodes = groups.flatMap((g) => g.episodes);
@@ -176,15 +181,33 @@ export async function measureFleet(
               );
             }
           }
+          // The same once more with twice the KV capacity: round robin's copies fit better.
+          const doubled = async (v: (typeof variants)[number], blocks: number) =>
+            (
+              await runWorkload(v.client, v.sims, plan, `fleet-2x-${v.name.replace(" ", "-")}`, {
+                kvBlocks: 2 * blocks,
+              })
+            ).hitRate;
+          const [routedVariant, roundRobinVariant, oneHostVariant] = variants;
+          const atDoubleCapacity = {
+            edgeroll: await doubled(routedVariant, perHost),
+            roundRobin: await doubled(roundRobinVariant, perHost),
+            oneHost: await doubled(oneHostVariant, perHost * plan.hosts),
+          };
+          say(
+            `fleet at twice the KV capacity: hit rates edgeroll ${atDoubleCapacity.edgeroll.toFixed(3)}, round robin ${atDoubleCapacity.roundRobin.toFixed(3)}, one host ${atDoubleCapacity.oneHost.toFixed(3)}`,
+          );
           // Failover: host 1 of the fleet killed a third of the way in, back two thirds in.
           const expected = (runs.edgeroll[0]?.seconds ?? 10) * 1000;
           const victim = fleet.hosts[1];
-          const failover = await runWorkload(routed, fleet, plan, "fleet-failover", async () => {
-            await new Promise((resolve) => setTimeout(resolve, expected / 3));
-            await victim?.kill();
-            say(`fleet failover: host 1 killed at ${(expected / 3000).toFixed(1)} s`);
-            await new Promise((resolve) => setTimeout(resolve, expected / 3));
-            await victim?.revive();
+          const failover = await runWorkload(routed, fleet, plan, "fleet-failover", {
+            during: async () => {
+              await new Promise((resolve) => setTimeout(resolve, expected / 3));
+              await victim?.kill();
+              say(`fleet failover: host 1 killed at ${(expected / 3000).toFixed(1)} s`);
+              await new Promise((resolve) => setTimeout(resolve, expected / 3));
+              await victim?.revive();
+            },
           });
           say(`fleet failover: ${failover.completed} of ${failover.episodes} episodes completed`);
           const each = (name: keyof typeof runs, f: (o: RunOutcome, i: number) => number) =>
@@ -211,6 +234,7 @@ export async function measureFleet(
               edgeroll: each("edgeroll", rate),
               roundRobin: each("round robin", rate),
             },
+            atDoubleCapacity,
             failoverLostEpisodes: failover.episodes - failover.completed,
             failoverEpisodes: failover.episodes,
             latency: FLEET_LATENCY,

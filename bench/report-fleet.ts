@@ -2,7 +2,7 @@
  * docs/benchmarks.md's section on the inference fleet: what the fleet part ran, each variant's
  * own figures, and the failover run, all read from the run's results.
  */
-import { figure, withSpread } from "./report-figures";
+import { figure, fmt, withSpread } from "./report-figures";
 import type { Results } from "./results";
 
 export function fleetSection(r: Results): string {
@@ -26,8 +26,18 @@ the simulator's \`sharedPrefill\`); the one host has the whole fleet's prefill c
 
 | | edgeroll (${plan.hosts} hosts) | round robin (${plan.hosts} hosts) | one host |
 |---|---:|---:|---:|
-| Prefix cache hit rate (cached / prompt tokens) | ${rate("fleet_hit_rate")} | ${rate("round_robin_hit_rate")} | ${rate("one_host_hit_rate")} |
-| Episodes per second | ${rate("fleet_episodes_per_s", 1)} | ${rate("round_robin_episodes_per_s", 1)} | — |
+| Prefix cache hit rate (cached / prompt tokens) | ${rate("edgeroll_hit_rate")} | ${rate("round_robin_hit_rate")} | ${rate("one_host_hit_rate")} |
+| Episodes per second | ${rate("edgeroll_episodes_per_s", 1)} | ${rate("round_robin_episodes_per_s", 1)} | — |
+| Hit rate with twice the KV capacity (one run) | ${fmt(d.atDoubleCapacity?.edgeroll, 3)} | ${fmt(d.atDoubleCapacity?.roundRobin, 3)} | ${fmt(d.atDoubleCapacity?.oneHost, 3)} |
+
+What the model leaves out, and what it favours: only prefill is shared (decode is charged per
+sequence, however many a host batches, the same in every variant); a block joins a host's cache
+once its prefill is done, so episodes arriving together miss together. Round robin's copies of a
+conversation compete for the same capacity, so its hit rate rises with capacity (the last row).
+The round-robin proxy runs in the bench's process, beside the simulated hosts: one more local
+hop per request, small next to a turn here. A router that keys on \`X-Session-ID\` (which edgeroll
+sends on every request) would keep each episode on one host as well; the baseline here is a
+load balancer that knows nothing of conversations.
 
 **Failover.** One more edgeroll run of the same workload, host 1 killed a third of the way
 through and revived two thirds through: ${r.failover_lost_episodes} of ${r.failover_episodes} episodes did not complete

@@ -33,7 +33,7 @@ export interface FleetRunResult {
   ejectedAtSeconds: number | null;
   /**
    * When its process was started again, when a probe readmitted it (taking episodes on trial,
-   * `probing`), and when an answer made it healthy (null: never).
+   * `probing`), and when it was healthy again, by an answer or a later probe (null: never).
    */
   revivedAtSeconds: number;
   readmittedAtSeconds: number | null;

@@ -43,7 +43,7 @@ function fleetSection(fleet: (FleetRunResult & { commit?: string }) | null): str
     "|---|---|",
     `| host ${fleet.killedHost} SIGKILLed, with episodes on it | ${seconds(fleet.killedAtSeconds)}, ${fleet.inFlightOnKilledHost} |`,
     `| shown ejected by \`GET /v1/hosts\` | ${seconds(fleet.ejectedAtSeconds)} |`,
-    `| started again / readmitted on a probe / healthy on an answer | ${seconds(fleet.revivedAtSeconds)} / ${seconds(fleet.readmittedAtSeconds)} / ${seconds(fleet.healthyAgainAtSeconds)} |`,
+    `| started again / readmitted (on trial) / healthy again | ${seconds(fleet.revivedAtSeconds)} / ${seconds(fleet.readmittedAtSeconds)} / ${seconds(fleet.healthyAgainAtSeconds)} |`,
     `| generations answered by host (the killed one: after its restart) | ${hosts} |`,
     `| groups landed / landed as failed / served to a trainer | ${fleet.landed} / ${fleet.failedGroups} / ${fleet.served} |`,
     `| episodes completed / truncated / failed | ${ends(fleet.episodeEnds)} |`,

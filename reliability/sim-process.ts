@@ -4,8 +4,8 @@
  * answers again until a new process starts on the same port.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { resolve } from "node:path";
+import { freePort } from "../src/cli/ports";
 
 const CLI = resolve(import.meta.dirname, "../bin/edgeroll.mjs");
 
@@ -21,19 +21,13 @@ export interface SimProcess {
   stop(): Promise<void>;
 }
 
-/** A port free now, for a host that must come back on the same one. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
-
 function started(child: ChildProcess): Promise<void> {
   return new Promise((done, fail) => {
     let out = "";
-    const timer = setTimeout(() => fail(new Error(`sim did not start: ${out}`)), 30_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      fail(new Error(`sim did not start: ${out}`));
+    }, 30_000);
     child.stdout?.on("data", (chunk: Buffer) => {
       out += chunk.toString();
       if (out.includes("listening on")) {

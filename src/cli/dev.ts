@@ -87,6 +87,10 @@ export async function dev(flags: DevFlags): Promise<void> {
     ],
     flags.persistTo,
   );
+  const persistTo = resolveStateDir(flags.persistTo);
+  // Claimed before anything slow, so that a client started in the same breath (`npm run dev &`,
+  // then the next line) finds a stack that is starting, and waits for it.
+  const release = claimStateDir(persistTo, `http://127.0.0.1:${port}`);
   // A fleet of simulators is started here and handed to the stack as its hosts' URLs.
   const fleet =
     simHosts > 1
@@ -97,10 +101,6 @@ export async function dev(flags: DevFlags): Promise<void> {
         })
       : null;
   const inferenceUrl = fleet?.baseUrl ?? flags.inferenceUrl;
-  const persistTo = resolveStateDir(flags.persistTo);
-  // Claimed before anything slow, so that a client started in the same breath (`npm run dev &`,
-  // then the next line) finds a stack that is starting, and waits for it.
-  const release = claimStateDir(persistTo, `http://127.0.0.1:${port}`);
   let stack: LocalStack | null = null;
   let ready = false;
   const onBuild = (state: BuildState) => {
@@ -136,6 +136,9 @@ export async function dev(flags: DevFlags): Promise<void> {
     process.once("SIGINT", () => resolve());
     process.once("SIGTERM", () => resolve());
   });
-  await stack.stop();
-  await fleet?.close();
+  try {
+    await stack.stop();
+  } finally {
+    await fleet?.close();
+  }
 }

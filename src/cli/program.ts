@@ -144,7 +144,7 @@ export function buildProgram(): Command {
     .option("--sim-port <n>", "port for the simulator", "8000")
     .option(
       "--sim-hosts <n>",
-      "the simulator as a fleet of n hosts on consecutive ports from --sim-port, each with a prefix cache",
+      "the simulator as a fleet of n hosts on consecutive ports from --sim-port (more than 1: each with a prefix cache)",
       "1",
     )
     .option("--persist-to <dir>", "local state directory", ".wrangler/state")

@@ -13,7 +13,7 @@ import { rolloutGroup } from "../rollout/bindings";
 import { migrate } from "../utils/migrations";
 import { nextCap } from "./adaptive-cap";
 import type { FleetApi, Grant, HostFailure, HostView, Route } from "./fleet-api";
-import { answered, failed, probed } from "./health";
+import { answered, failed, probed, probeFailed } from "./health";
 import { HostRecords } from "./host-records";
 import { type FleetHost, fleetHosts } from "./hosts-config";
 import { FLEET_MIGRATIONS } from "./migrations";
@@ -48,9 +48,9 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   /** Permits held on each host. */
   private readonly load = new Map<string, number>();
   /**
-   * Per group, its permits on each host: where its episodes are now. A group's later episodes
-   * prefer those hosts when the group has stored no home yet (its episodes start together, and a
-   * choice by load alone would spread them).
+   * Per group, its permits on each host: where its episodes are now. A group's new episodes
+   * prefer those hosts after the ones its route names (its episodes start together, before the
+   * group has stored a home, and a choice by load alone would spread them).
    */
   private readonly groupHosts = new Map<string, Map<string, number>>();
   private readonly waiting = new Map<string, Waiter[]>();
@@ -251,17 +251,24 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
     this.alarmAt = null;
     const now = Date.now();
     for (const [ticket, permit] of this.permits) if (permit.expiresAt <= now) this.drop(ticket);
+    const periodMs = this.config.HOST_PROBE_S * 1000;
     await Promise.all(
       this.configured
         .filter((h) => this.onTrialOrOut(h.url))
         .map(async (h) => {
           const probe = await probeHost(h.url, this.config.INFERENCE_API_KEY);
           const at = Date.now();
-          this.records.update(h.url, (r) =>
-            probe.ok
-              ? { ...r, health: probed(r.health, at) }
-              : { ...r, health: { ...r.health, lastError: probe.error } },
-          );
+          const idle = (this.load.get(h.url) ?? 0) === 0;
+          const before = this.records.get(h.url).health.state;
+          this.records.update(h.url, (r) => ({
+            ...r,
+            health: probe.ok
+              ? probed(r.health, at, { idle, periodMs })
+              : probeFailed(r.health, at, probe.error ?? "probe failed"),
+          }));
+          // A host on trial that failed its probe is out again: its episodes must move.
+          if (before === "probing" && this.records.get(h.url).health.state === "ejected")
+            this.tellGroupsOn(h.url, null);
         }),
     );
     await this.adaptCaps();

@@ -81,7 +81,8 @@ export function overloaded(host: HostLoad, hosts: readonly HostLoad[], bound: Lo
 
 /**
  * The host for one more episode, or null when every available host is at its cap (it waits).
- * `preferred`: the episode's own host, then its group's home, tried in order before the rest.
+ * `preferred`: the episode's own host, then its group's home, then the hosts its group's other
+ * episodes hold (the scheduler adds those), tried in order before the rest.
  */
 export function chooseHost(
   key: string,

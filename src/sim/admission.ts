@@ -83,7 +83,11 @@ export async function admit(
   }
   const { latency } = host;
   // Prefill costs only what the cache does not hold.
-  const lookup = host.cache?.start(request.prompt) ?? { cachedTokens: 0, release: () => {} };
+  const lookup = host.cache?.start(request.prompt) ?? {
+    cachedTokens: 0,
+    prefilled: () => {},
+    release: () => {},
+  };
   host.running++;
   res.once("close", () => {
     host.running--;
@@ -93,6 +97,7 @@ export async function admit(
   await sleep(
     (latency.ttftMs + directives.extraLatencyMs) * host.slowFactor + prefillWait(host, prefill),
   );
+  lookup.prefilled();
   if (res.destroyed) return ANSWERED;
   if (fault === "malformed") {
     res.writeHead(200, {

@@ -44,9 +44,10 @@ export class PrefixCache {
    * many requests share it (vLLM's reference counts).
    */
   private readonly blocks = new Map<string, number>();
-  /** Blocks in use by requests in flight: the distinct cached ones, and each one's partial last. */
+  /** Distinct cached blocks in use by requests in flight. */
   private inUse = 0;
-  private partials = 0;
+  /** Blocks requests in flight hold outside the cache: being prefilled, or partial last ones. */
+  private uncached = 0;
   /** Prompt tokens looked up, and found cached (vLLM's prefix_cache_queries / _hits). */
   queries = 0;
   hits = 0;
@@ -54,35 +55,48 @@ export class PrefixCache {
   constructor(readonly capacityBlocks: number) {}
 
   /**
-   * A request arrives: the tokens of its longest cached prefix (whole blocks). Its prompt's full
-   * blocks, found or computed, are cached now (vLLM caches a block once it is full), the most
-   * recently used, and in use until `release`.
+   * A request arrives: the tokens of its longest cached prefix (whole blocks), now the most
+   * recently used and in use until `release`. The rest of its prompt's full blocks join the
+   * cache once `prefilled` (vLLM caches a block once it is computed): a request arriving while
+   * the same prompt is still being prefilled finds none of it.
    */
-  start(prompt: ArrayLike<number>): { cachedTokens: number; release: () => void } {
+  start(prompt: ArrayLike<number>): {
+    cachedTokens: number;
+    prefilled: () => void;
+    release: () => void;
+  } {
     const keys = keysOf(prompt);
-    let cached = 0;
-    let chain = true;
+    let found = 0;
     for (const key of keys) {
       const refs = this.blocks.get(key);
-      if (chain && refs !== undefined) cached += BLOCK_TOKENS;
-      else chain = false;
-      this.blocks.delete(key);
-      this.blocks.set(key, (refs ?? 0) + 1);
-      if (!refs) this.inUse++;
+      if (refs === undefined) break;
+      this.take(key, refs);
+      found++;
     }
-    const partial = prompt.length % BLOCK_TOKENS > 0 ? 1 : 0;
-    this.partials += partial;
+    // The blocks it computes, and its partial last block, are its own until it ends.
+    const own = keys.length - found + (prompt.length % BLOCK_TOKENS > 0 ? 1 : 0);
+    this.uncached += own;
     this.queries += prompt.length;
-    this.hits += cached;
+    this.hits += found * BLOCK_TOKENS;
     this.evict();
+    let held = found;
+    let computed = false;
     let released = false;
     return {
-      cachedTokens: cached,
+      cachedTokens: found * BLOCK_TOKENS,
+      prefilled: () => {
+        if (computed || released) return;
+        computed = true;
+        for (const key of keys.slice(found)) this.take(key, this.blocks.get(key) ?? 0);
+        this.uncached -= keys.length - found;
+        held = keys.length;
+        this.evict();
+      },
       release: () => {
         if (released) return;
         released = true;
-        this.partials -= partial;
-        for (const key of keys) {
+        this.uncached -= computed ? own - (keys.length - found) : own;
+        for (const key of keys.slice(0, held)) {
           const refs = this.blocks.get(key);
           if (refs === undefined) continue;
           this.blocks.set(key, refs - 1);
@@ -105,16 +119,23 @@ export class PrefixCache {
 
   /** KV blocks in use over capacity, as vLLM's `kv_cache_usage_perc` counts it (0..1). */
   usage(): number {
-    return Math.min(1, (this.inUse + this.partials) / this.capacityBlocks);
+    return Math.min(1, (this.inUse + this.uncached) / this.capacityBlocks);
+  }
+
+  /** One more request uses a block: the most recently used now. */
+  private take(key: string, refs: number): void {
+    this.blocks.delete(key);
+    this.blocks.set(key, refs + 1);
+    if (refs === 0) this.inUse++;
   }
 
   /**
-   * At most the capacity, less the partial blocks in use: the least recently used blocks no
-   * request is using go first (when every block is in use the cache stays over, as a vLLM host
-   * would preempt rather than evict).
+   * At most the capacity, less the blocks held outside the cache: the least recently used blocks
+   * no request is using go first (when every block is in use the cache stays over, as a vLLM
+   * host would preempt rather than evict).
    */
   private evict(): void {
-    const room = Math.max(0, this.capacityBlocks - this.partials);
+    const room = Math.max(0, this.capacityBlocks - this.uncached);
     if (this.blocks.size <= room) return;
     for (const [key, refs] of this.blocks) {
       if (this.blocks.size <= room) break;

@@ -52,8 +52,11 @@ export interface Simulator {
   url: string;
   port: number;
   stats(): SimulatorStats;
-  /** Forgets what its prefix cache holds, and any prefill queued (a run that must start cold). */
-  clearCache(): void;
+  /**
+   * Forgets what its prefix cache holds, and any prefill queued (a run that must start cold);
+   * `kvBlocks` gives the cache a new capacity.
+   */
+  clearCache(kvBlocks?: number): void;
   /** Prompt tokens looked up in its prefix cache so far, and found there. */
   cacheCounts(): { queries: number; hits: number };
   /** Plays a host this many times slower (1: as configured). */
@@ -157,8 +160,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     port,
     stats: () => host.ledger.stats(),
     turnGaps: () => host.ledger.turnGaps(),
-    clearCache: () => {
-      host.cache = options.kvBlocks === undefined ? null : new PrefixCache(options.kvBlocks);
+    clearCache: (kvBlocks = options.kvBlocks) => {
+      host.cache = kvBlocks === undefined ? null : new PrefixCache(kvBlocks);
       if (host.prefillFreeAt !== null) host.prefillFreeAt = 0;
     },
     cacheCounts: () => ({ queries: host.cache?.queries ?? 0, hits: host.cache?.hits ?? 0 }),

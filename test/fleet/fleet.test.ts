@@ -187,6 +187,8 @@ describe("the fleet", () => {
     // Probed on a timer, it comes back once it answers.
     await control("revive", home);
     await until(async () => (await stateOf(home)) !== "ejected", "the host readmitted", 10_000);
+    // On trial with nothing on it, a probe a period later makes it healthy.
+    await until(async () => (await stateOf(home)) === "healthy", "the host healthy", 10_000);
   });
 
   it("sends a paused host no new request", async () => {

@@ -48,6 +48,11 @@ describe("a host's prefix cache", () => {
     const cache = new PrefixCache(4);
     const prompt = Array.from({ length: 32 }, (_, i) => i);
     const first = cache.start(prompt);
+    // Not computed yet: a request arriving during the first one's prefill finds nothing.
+    const early = cache.start(prompt);
+    expect(early.cachedTokens).toBe(0);
+    early.release();
+    first.prefilled();
     const second = cache.start(prompt);
     // Two requests on the same two blocks: half the cache in use, not all of it.
     expect(cache.usage()).toBe(0.5);

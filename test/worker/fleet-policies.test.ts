@@ -3,7 +3,7 @@
 // (adaptive-cap.ts), on Prometheus text as vLLM and SGLang write it.
 import { describe, expect, it } from "vitest";
 import { kvUsage, nextCap } from "../../src/fleet/adaptive-cap";
-import { answered, failed, HEALTHY, probed, readmitted } from "../../src/fleet/health";
+import { answered, failed, HEALTHY, probed, probeFailed, readmitted } from "../../src/fleet/health";
 import { fleetHosts } from "../../src/fleet/hosts-config";
 import { chooseHost, type HostLoad, rendezvousOrder } from "../../src/fleet/routing";
 
@@ -91,8 +91,13 @@ describe("a host's health", () => {
     expect(h.state).toBe("probing");
     expect(failed(h, { at: 21, okAt: 0, error: "x" }, 3).health.state).toBe("ejected");
     expect(answered(h, 21).state).toBe("healthy");
-    // On trial with nothing sent to it, a second probe answered makes it healthy.
-    expect(probed(h, 25).state).toBe("healthy");
+    // On trial with nothing on it, a probe a period later makes it healthy; not sooner, and not
+    // while episodes on it have yet to answer (a host can answer /models and hang on generation).
+    expect(probed(h, 25, { idle: true, periodMs: 5 }).state).toBe("healthy");
+    expect(probed(h, 22, { idle: true, periodMs: 5 }).state).toBe("probing");
+    expect(probed(h, 25, { idle: false, periodMs: 5 }).state).toBe("probing");
+    // A probe it fails puts it out again.
+    expect(probeFailed(h, 25, "GET /models: refused").state).toBe("ejected");
   });
 
   it("puts an ejected host on trial when a generation answers after its ejection, not before", () => {
@@ -102,6 +107,11 @@ describe("a host's health", () => {
     // An answer from before the ejection (a generation sent earlier) proves nothing new.
     expect(answered(h, 11.5).state).toBe("ejected");
     expect(answered(h, 13).state).toBe("probing");
+    // A failure reported while it is out is not a second ejection.
+    expect(failed(h, { at: 14, okAt: 13, error: "x" }, 3)).toMatchObject({
+      ejected: false,
+      health: { state: "ejected" },
+    });
   });
 });
 
