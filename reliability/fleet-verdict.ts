@@ -20,6 +20,8 @@ export interface FleetRunResult {
   hosts: number;
   groups: number;
   groupSize: number;
+  /** Turns of each marathon episode. */
+  turns: number;
   /** Groups started after the killed host was readmitted. */
   lateGroups: number;
   /** The host SIGKILLed, and the one ten times slower, by index. */

@@ -10,7 +10,7 @@ import pMap from "p-map";
 import { EdgerollClient } from "../src/client/edgeroll-client";
 import { sleep } from "../src/utils/backoff";
 import { type FleetFigures, fleetVerdict, type HostEvent } from "./fleet-verdict";
-import { countBy, flag, guessRequest, serveEverything, withStack, writeResult } from "./harness";
+import { countBy, flag, serveEverything, withStack, writeResult } from "./harness";
 import { renderReport } from "./report";
 import { type SimProcess, startSimProcess } from "./sim-process";
 
@@ -22,7 +22,12 @@ const RUN = "fleet";
 const KILLED = 1;
 const SLOW = 2;
 const SLOW_FACTOR = 10;
-const KILL_AT_S = short ? 4 : 8;
+/**
+ * Marathon episodes of TURNS turns, each at least a first token and 32 more away: every episode
+ * is still running when the host dies, whatever the machine, so the kill always finds work.
+ */
+const TURNS = 24;
+const KILL_AT_S = 3;
 /** How long the killed host stays down after edgeroll has ejected it. */
 const DOWN_S = 5;
 const latency = { ttftMs: 100, msPerToken: 5 };
@@ -128,15 +133,17 @@ async function play(
       async (i) =>
         (
           await client.startGroup(
-            guessRequest(RUN, i, "sim", {
-              group_size: SIZE,
-              sampling: {
-                model: "sim",
-                temperature: 1,
-                seed: i * 31,
-                max_completion_tokens: 64,
+            {
+              env: "marathon",
+              example: {
+                id: `${RUN}-${i}`,
+                input: `Keep going, ${i}.`,
+                metadata: { turns: TURNS, reply_bytes: 200 },
               },
-            }),
+              group_size: SIZE,
+              run_id: RUN,
+              sampling: { model: "sim+babble", seed: i * 31, max_completion_tokens: 32 },
+            },
             { idempotencyKey: `${RUN}:${i}` },
           )
         ).group_id,
@@ -160,11 +167,12 @@ async function play(
   await hosts[KILLED]?.restart();
   const revivedAtSeconds = since();
   console.log(`fleet: host ${KILLED} started again at ${revivedAtSeconds.toFixed(1)} s`);
-  // Readmitted: probed, answered, taking episodes again on trial (`probing`).
-  const readmittedAtSeconds = await until(
-    "host readmitted",
-    () => watch.stateOf(url(KILLED)) !== "ejected",
-  );
+  // Readmitted: probed, answered, taking episodes again on trial (`probing`); never, if it
+  // was never out.
+  const readmittedAtSeconds =
+    ejectedAtSeconds === null
+      ? null
+      : await until("host readmitted", () => watch.stateOf(url(KILLED)) !== "ejected");
   const late = await start(EARLY, LATE);
   const groups = await pMap(
     [...early, ...late],
@@ -182,6 +190,7 @@ async function play(
     hosts: hosts.length,
     groups: EARLY + LATE,
     groupSize: SIZE,
+    turns: TURNS,
     lateGroups: LATE,
     killedHost: KILLED,
     slowHost: SLOW,

@@ -36,7 +36,7 @@ function fleetSection(fleet: (FleetRunResult & { commit?: string }) | null): str
   return [
     `Produced by \`npm run test:fleet${fleet.short ? " -- --short" : ""}\` ${ranOn(fleet.date, [fleet.commit])}: ${fleet.hosts} simulated hosts, each \`edgeroll sim\` in a process of its own`,
     `(${fleet.latency.ttftMs} ms to first token, ${fleet.latency.msPerToken} ms per token), host ${fleet.slowHost} ${fleet.slowFactor} times slower throughout, behind one comma-separated \`INFERENCE_BASE_URL\`.`,
-    `${fleet.groups - fleet.lateGroups} groups of ${fleet.groupSize} start at once; host ${fleet.killedHost} is SIGKILLed while they run and started again on the same port ${fleet.revivedAtSeconds - fleet.killedAtSeconds > 0 ? `${(fleet.revivedAtSeconds - fleet.killedAtSeconds).toFixed(0)} s later` : "later"};`,
+    `${fleet.groups - fleet.lateGroups} marathon groups of ${fleet.groupSize} (${fleet.turns} turns an episode) start at once; host ${fleet.killedHost} is SIGKILLed while they run and started again on the same port ${fleet.revivedAtSeconds - fleet.killedAtSeconds > 0 ? `${(fleet.revivedAtSeconds - fleet.killedAtSeconds).toFixed(0)} s later` : "later"};`,
     `${fleet.lateGroups} more groups start once it is readmitted. Times are seconds from the first group's start.`,
     "",
     "| figure | value |",

@@ -149,6 +149,7 @@ const healthyFleet = {
   hosts: 4,
   groups: GROUPS,
   groupSize: SIZE,
+  turns: 24,
   lateGroups: 10,
   killedHost: 1,
   slowHost: 2,
