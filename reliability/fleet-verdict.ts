@@ -40,6 +40,8 @@ export interface FleetRunResult {
   revivedAtSeconds: number;
   readmittedAtSeconds: number | null;
   healthyAgainAtSeconds: number | null;
+  /** Times a host other than the killed one was shown ejected: each is a healthy host lost. */
+  otherEjections: number;
   /** Generations each host answered (the killed one: its second process only). */
   requestsByHost: number[];
   /** Every change of state GET /v1/hosts showed, in order. */
@@ -63,7 +65,7 @@ export type FleetFigures = Omit<FleetRunResult, "ok" | "problems">;
 /**
  * Every group landed (none as failed) and served once, every episode completed; the killed
  * host was ejected after it died and readmitted after it came back, and answered again; the
- * slow host kept serving.
+ * slow host kept serving; no other host was ever ejected.
  */
 export function fleetVerdict(r: FleetFigures): { ok: boolean; problems: string[] } {
   const expected = r.groups * r.groupSize;
@@ -90,6 +92,7 @@ export function fleetVerdict(r: FleetFigures): { ok: boolean; problems: string[]
     ],
     [r.healthyAgainAtSeconds !== null, "the readmitted host was never healthy again"],
     [revived > 0, "the readmitted host answered nothing"],
+    [r.otherEjections === 0, `hosts that were never killed were ejected ${r.otherEjections} times`],
     [slow > 0, "the slow host answered nothing"],
   ];
   const problems = checks.filter(([holds]) => !holds).map(([, problem]) => problem);

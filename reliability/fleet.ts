@@ -204,6 +204,7 @@ async function play(
       timeline.find(
         (e) => e.host === url(KILLED) && e.state === "healthy" && e.atSeconds > revivedAtSeconds,
       )?.atSeconds ?? null,
+    otherEjections: timeline.filter((e) => e.host !== url(KILLED) && e.state === "ejected").length,
     requestsByHost: await Promise.all(hosts.map((h) => h.requests())),
     timeline,
     landed: groups.filter((g) => g.status === "landed").length,

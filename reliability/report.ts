@@ -45,11 +45,12 @@ function fleetSection(fleet: (FleetRunResult & { commit?: string }) | null): str
     `| shown ejected by \`GET /v1/hosts\` | ${seconds(fleet.ejectedAtSeconds)} |`,
     `| started again / readmitted (on trial) / healthy again | ${seconds(fleet.revivedAtSeconds)} / ${seconds(fleet.readmittedAtSeconds)} / ${seconds(fleet.healthyAgainAtSeconds)} |`,
     `| generations answered by host (the killed one: after its restart) | ${hosts} |`,
+    `| other hosts ever shown ejected | ${fleet.otherEjections ?? "not counted"} |`,
     `| groups landed / landed as failed / served to a trainer | ${fleet.landed} / ${fleet.failedGroups} / ${fleet.served} |`,
     `| episodes completed / truncated / failed | ${ends(fleet.episodeEnds)} |`,
     `| lost / duplicated | ${fleet.lost} / ${fleet.duplicated} |`,
     `| wall time | ${fleet.seconds.toFixed(0)} s |`,
-    `| every group landed, none as failed, every episode completed; the dead host ejected, readmitted and answering again; the slow one serving | ${verdictLine(fleet.ok, fleet.problems)} |`,
+    `| every group landed, none as failed, every episode completed; the dead host ejected, readmitted and answering again; the slow one serving; no other host ejected | ${verdictLine(fleet.ok, fleet.problems)} |`,
   ].join("\n");
 }
 

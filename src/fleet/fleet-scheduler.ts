@@ -180,9 +180,22 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
     route: Route,
     failure: HostFailure,
   ): Promise<Grant | null> {
+    const ejectAfter = this.config.HOST_EJECT_AFTER_FAILURES;
+    const health = this.records.get(failure.host).health;
+    // Calls that got no answer come from a dead host, and also from a live one closing an idle
+    // keep-alive connection just as a request goes out on it (vLLM's server closes them after
+    // 5 s): a healthy host is asked before it is ejected for them, and kept if it answers.
+    const confirm =
+      failure.unreachable &&
+      health.state === "healthy" &&
+      failed(health, failure, ejectAfter).ejected;
+    const stillAnswers =
+      confirm && (await probeHost(failure.host, this.config.INFERENCE_API_KEY)).ok;
     let ejected = false;
     this.records.update(failure.host, (r) => {
-      const next = failed(r.health, failure, this.config.HOST_EJECT_AFTER_FAILURES);
+      if (stillAnswers)
+        return { ...r, health: { ...answered(r.health, Date.now()), lastError: failure.error } };
+      const next = failed(r.health, failure, ejectAfter);
       ejected = next.ejected;
       return { ...r, health: next.health };
     });

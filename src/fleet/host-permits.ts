@@ -291,7 +291,12 @@ export function fleetPermits(fleet: FleetApi, groupId: string, routing: Routing)
       );
     },
     answered(host, at) {
+      const first = !answeredAt.has(host);
       if ((answeredAt.get(host) ?? 0) < at) answeredAt.set(host, at);
+      // The first answer this group has from a host is told at once, not with the next release:
+      // a host readmitted on trial is healthy as soon as anyone hears it, even when episodes are
+      // long (releases come at their ends). Once per group and host.
+      if (first) retrying(() => fleet.releaseMany(groupId, [], { [host]: at })).catch(() => {});
     },
     recheck() {
       for (const permit of held.values()) permit.recheck = true;

@@ -160,6 +160,7 @@ const healthyFleet = {
   revivedAtSeconds: 9.5,
   readmittedAtSeconds: 10.1,
   healthyAgainAtSeconds: 11,
+  otherEjections: 0,
   requestsByHost: [600, 150, 480, 620],
   timeline: [],
   landed: GROUPS,
@@ -206,6 +207,12 @@ describe("the fleet run's verdict", () => {
     ]);
     expect(fleetVerdict({ ...healthyFleet, requestsByHost: [600, 0, 480, 620] }).problems).toEqual([
       "the readmitted host answered nothing",
+    ]);
+  });
+
+  it("fails a run in which a host that was never killed was ejected", () => {
+    expect(fleetVerdict({ ...healthyFleet, otherEjections: 2 }).problems).toEqual([
+      "hosts that were never killed were ejected 2 times",
     ]);
   });
 

@@ -226,16 +226,31 @@ describe("health", () => {
     );
   });
 
+  /** A failure with an answer: an error status (the host is there, but failing). */
+  const erred = (hostUrl: string, at: number) => ({
+    ...failure(hostUrl, at),
+    error: "the inference host answered 503",
+    unreachable: false,
+  });
+
+  it("keeps a host that got no answer three times but answers when asked (idle keep-alive connections closed under requests)", async () => {
+    const stub = await fleet([host(LIVE), host(dead(1061))]);
+    const r = route("k");
+    for (let i = 0; i < 3; i++)
+      await stub.reportFailure(`k:${i}`, "k", LEASE, r, failure(LIVE, Date.now()));
+    expect((await stub.hosts()).find((h) => h.url === LIVE)?.state).toBe("healthy");
+  });
+
   it("readmits an ejected host whose probe answers, on trial: its next failure ejects it again", async () => {
     const stub = await fleet([host(LIVE), host(dead(1031))]);
     const r = route("p");
     for (let i = 0; i < 3; i++)
-      await stub.reportFailure(`p:${i}`, "p", LEASE, r, failure(LIVE, Date.now()));
+      await stub.reportFailure(`p:${i}`, "p", LEASE, r, erred(LIVE, Date.now()));
     const stateOf = async () => (await stub.hosts()).find((h) => h.url === LIVE)?.state;
     expect(await stateOf()).toBe("ejected");
     await runDurableObjectAlarm(stub);
     expect(await stateOf()).toBe("probing");
-    await stub.reportFailure("p:9", "p", LEASE, r, failure(LIVE, Date.now()));
+    await stub.reportFailure("p:9", "p", LEASE, r, erred(LIVE, Date.now()));
     expect(await stateOf()).toBe("ejected");
     await runDurableObjectAlarm(stub);
     // A success reported with a release makes it healthy again.
