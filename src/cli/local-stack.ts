@@ -281,7 +281,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     if (!options.inferenceUrl) {
       // The simulator (and its tokenizer) loads only when it is wanted.
       const { startSimulator } = await import("../sim/server");
-      simulator = await startSimulator({ port: 0, ...options.sim });
+      // A port from freePort, not 0: the system could give port 0's listener the API's port,
+      // released a moment ago and not yet bound by wrangler.
+      simulator = await startSimulator({
+        ...options.sim,
+        port: options.sim?.port || (await freePort()),
+      });
     }
     worker = {
       persistTo: options.persistTo,
