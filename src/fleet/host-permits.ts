@@ -198,6 +198,20 @@ export function fleetPermits(fleet: FleetApi, groupId: string, routing: Routing)
       drop(episode);
       return null;
     };
+    /**
+     * Waits for the episode's ask in flight to settle (a failure thrown on unless `swallow`):
+     * false if interrupted first.
+     */
+    const settled = async (swallow: boolean) => {
+      const ask = asking.get(episode) ?? Promise.resolve();
+      const pending = swallow ? ask.catch(() => {}) : ask;
+      return (
+        (await unlessInterrupted(
+          pending.then(() => true),
+          interrupt,
+        )) !== null
+      );
+    };
     let asked = !mustAsk;
     for (;;) {
       if (interrupt?.aborted) return interrupted();
@@ -206,30 +220,14 @@ export function fleetPermits(fleet: FleetApi, groupId: string, routing: Routing)
       releasing?.episodes.delete(episode);
       unwanted.delete(episode);
       // Waits for any ask already on its way (a prefetch, say); a failed one is asked again.
-      while (asking.has(episode)) {
-        const pending = asking.get(episode)?.catch(() => {}) ?? Promise.resolve();
-        if (
-          (await unlessInterrupted(
-            pending.then(() => true),
-            interrupt,
-          )) === null
-        )
-          return interrupted();
-      }
+      while (asking.has(episode)) if (!(await settled(true))) return interrupted();
       const permit = held.get(episode);
       if (asked && permit !== undefined && fresh(episode, leaseMs)) return permit.grant;
       asked = true;
       track(episode, acquireOne(episode, leaseMs, ask));
       // Settles granted, or ungranted if a release sent earlier withdrew it: then ask again.
       // A scheduler that stays unreachable fails the hold.
-      const pending = asking.get(episode) ?? Promise.resolve();
-      if (
-        (await unlessInterrupted(
-          pending.then(() => true),
-          interrupt,
-        )) === null
-      )
-        return interrupted();
+      if (!(await settled(false))) return interrupted();
       const now = held.get(episode);
       if (now !== undefined && fresh(episode, leaseMs)) return now.grant;
     }
