@@ -91,6 +91,15 @@ class EdgerollClient:
     def get_policy(self, run_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/runs/{run_id}/policy")
 
+    def list_hosts(self) -> dict[str, Any]:
+        """The inference fleet: each host's state, episodes in flight, cap and declared version."""
+        return self._request("GET", "/v1/hosts")
+
+    def set_host(self, url: str, **update: Any) -> dict[str, Any]:
+        """A rolling weight sync, host by host (trainer role): `paused=True` sends the host no
+        new generations; `policy_version=N` records what it serves now (None: no longer declared)."""
+        return self._request("POST", "/v1/hosts", {"url": url, **update})
+
     def get_run(self, run_id: str) -> dict[str, Any]:
         """The run's progress, policy and pacing: groups in flight and landed but unleased,
         by version (what a producer keeps below a bound so it never runs ahead)."""

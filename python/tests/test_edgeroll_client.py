@@ -169,6 +169,15 @@ class Client(unittest.TestCase):
         self.assertIn("no route /v1/runs/r1/policy", str(raised.exception))
         self.assertEqual(StandIn.calls[0]["body"], {"version": 3, "max_lag": 2})
 
+    def test_set_host_sends_the_url_and_what_changes(self) -> None:
+        with self.assertRaises(EdgerollError):
+            self.client.set_host("http://gpu-a:8000/v1", paused=True, policy_version=None)
+        self.assertEqual(self.paths(), ["/v1/hosts"])
+        self.assertEqual(
+            StandIn.calls[0]["body"],
+            {"url": "http://gpu-a:8000/v1", "paused": True, "policy_version": None},
+        )
+
     def test_a_lease_is_a_batch_of_groups(self) -> None:
         batch = self.client.lease(max_groups=8, include=["tokens"])
         self.assertIsInstance(batch, Batch)
