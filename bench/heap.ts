@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { freePort } from "../src/cli/ports";
 import { connectWorker, type DevTools, sourceLines } from "./devtools";
 import { measureFloorPoint, rssNowMb, withFloorStack } from "./floor-point";
-import { measureIdeal } from "./ideal";
+import { MODEL, measureIdeal } from "./ideal";
 import { processesOf } from "./proc";
 import { withBenchStack } from "./stack";
 
@@ -157,9 +157,16 @@ async function allocationsOver(cdp: DevTools, point: Promise<unknown>) {
 }
 
 /** RSS and V8's heap over a whole point, sampled every 500 ms (MB). */
-async function seriesOver(pgid: number, cdp: DevTools, point: Promise<unknown>) {
+async function seriesOver(
+  pgid: number,
+  cdp: DevTools,
+  point: Promise<unknown>,
+  answered: () => number,
+) {
   const rows: {
     s: number;
+    /** Generations the simulator answered so far: flat once the turns are over (scoring, landing). */
+    turns: number;
     rssMb: number;
     heapUsedMb: number;
     heapTotalMb: number;
@@ -179,6 +186,7 @@ async function seriesOver(pgid: number, cdp: DevTools, point: Promise<unknown>) 
     }>("Runtime.getHeapUsage");
     rows.push({
       s: +((Date.now() - started) / 1000).toFixed(1),
+      turns: answered(),
       rssMb: Math.round(rssNowMb(pgid)),
       heapUsedMb: mb(heap.usedSize),
       heapTotalMb: mb(heap.totalSize),
@@ -196,9 +204,13 @@ if (series) {
     ? withBenchStack(
         async (bench) => {
           const cdp = await connectWorker(inspectorPort);
-          return seriesOver(bench.pgid, cdp, measureIdeal(bench, concurrency, TURNS)).finally(() =>
-            cdp.close(),
-          );
+          const answered = () => bench.simRequests(MODEL);
+          return seriesOver(
+            bench.pgid,
+            cdp,
+            measureIdeal(bench, concurrency, TURNS),
+            answered,
+          ).finally(() => cdp.close());
         },
         { inspectorPort, vars },
       )
@@ -209,6 +221,7 @@ if (series) {
             floor.pgid,
             cdp,
             measureFloorPoint(floor, concurrency, TURNS, statements),
+            () => floor.simulator.stats().byModel[MODEL]?.requests ?? 0,
           ).finally(() => cdp.close());
         },
         { inspectorPort },
