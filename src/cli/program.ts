@@ -84,6 +84,14 @@ export function buildProgram(): Command {
     .option("--host <host>", "address to bind", "127.0.0.1")
     .option("--ttft-ms <ms>", "time to first token", "0")
     .option("--ms-per-token <ms>", "time per generated token", "0")
+    .option(
+      "--tokens-per-s <r>",
+      "generated tokens streamed per second (instead of --ms-per-token)",
+    )
+    .option(
+      "--long <n>",
+      "every completion n tokens long, unless its model says pad:N (with --tokens-per-s: long generations, as a reasoning model's, to measure a weight sync)",
+    )
     .option("--ms-per-prompt-token <ms>", "extra time to first token per prompt token", "0")
     .option("--error-rate <p>", "share of requests answered with an error status", "0")
     .option("--error-statuses <list>", "statuses to answer errors with", "500,503,429")

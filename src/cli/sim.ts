@@ -8,6 +8,8 @@ export interface SimFlags {
   host: string;
   ttftMs: string;
   msPerToken: string;
+  tokensPerS?: string;
+  long?: string;
   msPerPromptToken: string;
   errorRate: string;
   errorStatuses: string;
@@ -35,6 +37,11 @@ function number(flag: string, value: string, max = Number.POSITIVE_INFINITY): nu
 export function simOptions(flags: SimFlags): SimulatorOptions {
   if (flags.template !== "chatml" && flags.template !== "drop-reasoning")
     throw new CliError(`--template must be chatml or drop-reasoning, got "${flags.template}"`);
+  if (flags.tokensPerS !== undefined && Number(flags.msPerToken) !== 0)
+    throw new CliError("--tokens-per-s and --ms-per-token both set the token rate: give one");
+  const tokensPerS =
+    flags.tokensPerS === undefined ? null : number("tokens-per-s", flags.tokensPerS);
+  if (tokensPerS === 0) throw new CliError("--tokens-per-s must be more than 0");
   const statuses = flags.errorStatuses
     .split(",")
     .map((s) => number("error-statuses", s.trim(), 599));
@@ -43,7 +50,8 @@ export function simOptions(flags: SimFlags): SimulatorOptions {
     host: flags.host,
     latency: {
       ttftMs: number("ttft-ms", flags.ttftMs),
-      msPerToken: number("ms-per-token", flags.msPerToken),
+      msPerToken:
+        tokensPerS === null ? number("ms-per-token", flags.msPerToken) : 1000 / tokensPerS,
       msPerPromptToken: number("ms-per-prompt-token", flags.msPerPromptToken),
     },
     faults: {
@@ -58,6 +66,7 @@ export function simOptions(flags: SimFlags): SimulatorOptions {
     tokenIds: flags.tokenIds,
     ...(flags.kvBlocks === undefined ? {} : { kvBlocks: number("kv-blocks", flags.kvBlocks) }),
     sharedPrefill: flags.sharedPrefill === true,
+    ...(flags.long === undefined ? {} : { longTokens: Math.round(number("long", flags.long)) }),
   };
 }
 

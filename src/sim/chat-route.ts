@@ -9,9 +9,9 @@ import { z } from "zod";
 import { admit } from "./admission";
 import { type Answer, answerBody, type Choice, streamAnswer } from "./answer";
 import { complete, choices as playChoices } from "./completion";
-import { parseModel, unknownModel } from "./directives";
+import { unknownModel } from "./directives";
 import { parseToolCalls } from "./hermes";
-import { type Host, templateFor } from "./host";
+import { type Host, modelOf, templateFor } from "./host";
 import { sendBadRequest, sendError, sendJson, sleep } from "./http";
 import { hashString, type Random, seededRandom } from "./random";
 import { promptIds } from "./token-answer";
@@ -80,7 +80,7 @@ export async function chatCompletions(
     host.ledger.count(parsed.model, "error_404");
     return sendError(res, 404, unknown, "NotFoundError");
   }
-  const { name, directives } = parseModel(parsed.model);
+  const { name, directives } = modelOf(host, parsed.model);
   const messages = templateMessages(parsed.messages);
   const key = `${parsed.model}|${hashString(JSON.stringify(parsed.messages))}|${parsed.seed ?? ""}`;
   const random = seededRandom(parsed.seed ?? Math.floor(Math.random() * 2 ** 31));

@@ -11,8 +11,8 @@ import { detokenize, tokenize } from "./chat-template";
 import { parseChatML } from "./chatml-parser";
 import { complete, choices as playChoices } from "./completion";
 import { streamTextAnswer, type TextAnswer, textAnswerBody } from "./completions-answer";
-import { parseModel, unknownModel } from "./directives";
-import type { Host } from "./host";
+import { unknownModel } from "./directives";
+import { type Host, modelOf } from "./host";
 import { sendBadRequest, sendError, sendJson, sleep } from "./http";
 import { promptLogprobs } from "./prompt-logprobs";
 import { hashString, seededRandom } from "./random";
@@ -76,7 +76,7 @@ export async function completions(
   }
   const refusal = logprobsRefusal(parsed);
   if (refusal !== null) return sendError(res, 400, refusal);
-  const { name, directives } = parseModel(parsed.model);
+  const { name, directives } = modelOf(host, parsed.model);
   const vocabulary = vocabularyFor(directives);
   const sent =
     typeof parsed.prompt === "string" ? vocabulary.toWire(tokenize(parsed.prompt)) : parsed.prompt;

@@ -1,6 +1,6 @@
 /** The simulator as each of its routes sees it: how it is configured, and what it remembers. */
 import type { TemplateKind } from "./chat-template";
-import type { Directives } from "./directives";
+import { type Directives, parseModel } from "./directives";
 import type { FaultRates } from "./faults";
 import type { HostLedger } from "./host-ledger";
 import type { PrefixCache } from "./prefix-cache";
@@ -26,6 +26,12 @@ export interface Host {
   running: number;
   /** Every wait of the latency model times this: 10 plays a host ten times slower. */
   slowFactor: number;
+  /**
+   * Every completion this many tokens long (the action, then filler) unless its model names a
+   * `pad:N` of its own; null: as long as the action. With `msPerToken`, a long generation
+   * streaming for seconds, as a reasoning model's does.
+   */
+  longTokens: number | null;
   /**
    * With a shared prefill (SimulatorOptions.sharedPrefill), when its prefill is next free (ms
    * since the epoch); null when each request's prefill is its own.
@@ -54,4 +60,12 @@ export function templateFor(host: Host, directives: Directives): TemplateKind {
 /** vLLM's `max_model_len`: the `context:T` directive's T, else a 128k-token model's. */
 export function maxModelLen(directives: Directives): number {
   return directives.contextLimit ?? 131_072;
+}
+
+/** A request's model name and directives, with what the host does by default filled in. */
+export function modelOf(host: Host, model: string) {
+  const parsed = parseModel(model);
+  if (parsed.directives.padTokens === undefined && host.longTokens !== null)
+    parsed.directives.padTokens = host.longTokens;
+  return parsed;
 }

@@ -45,6 +45,12 @@ export interface SimulatorOptions {
    * prefixes costs everyone it serves. Default false.
    */
   sharedPrefill?: boolean;
+  /**
+   * Every completion this many tokens long unless its model names `pad:N` (cut, as any, by the
+   * request's max tokens): with `latency.msPerToken`, generations that stream for seconds, to
+   * measure a weight sync against. Absent: as long as the action.
+   */
+  longTokens?: number;
 }
 
 export interface Simulator {
@@ -82,6 +88,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     cache: options.kvBlocks === undefined ? null : new PrefixCache(options.kvBlocks),
     running: 0,
     slowFactor: 1,
+    longTokens: options.longTokens ?? null,
     prefillFreeAt: options.sharedPrefill ? 0 : null,
   };
   const sockets = new Set<Socket>();

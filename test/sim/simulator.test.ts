@@ -323,3 +323,66 @@ describe("the simulator's token fields, in vLLM's wire format", () => {
     expect(kept.prompt_token_ids.slice(0, left.length)).toEqual(left);
   });
 });
+
+describe("long generations (`longTokens`, the CLI's --long with --tokens-per-s)", () => {
+  /** The stream's chunks, each with when it arrived (ms after the request). */
+  async function timedStream(url: string, path: string, body: object) {
+    const started = Date.now();
+    const response = await fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ stream: true, stream_options: { include_usage: true }, ...body }),
+    });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    const arrivals: number[] = [];
+    let text = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      arrivals.push(Date.now() - started);
+    }
+    const usage = text
+      .split("\n\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => JSON.parse(l.slice(6)))
+      .find((c) => c.usage)?.usage;
+    return { usage, arrivals };
+  }
+
+  it("streams every completion at its full length, at the host's token rate", async () => {
+    const long = await startSimulator({ longTokens: 40, latency: { msPerToken: 20 } });
+    try {
+      const chat = await timedStream(long.url, "/chat/completions", {
+        model: "sim",
+        messages: guessPrompt,
+        max_tokens: 100,
+      });
+      expect(chat.usage.completion_tokens).toBe(40);
+      // 40 tokens at 20 ms each arrive over most of 800 ms, not at once.
+      expect((chat.arrivals.at(-1) ?? 0) - (chat.arrivals[0] ?? 0)).toBeGreaterThanOrEqual(600);
+      // The token-in route generates as long; a request's own pad:N, or its max tokens, wins.
+      const prompt = tokenize(renderPrompt(guessPrompt, "chatml"));
+      const viaIds = await timedStream(long.url, "/completions", {
+        model: "sim",
+        prompt,
+        max_tokens: 100,
+      });
+      expect(viaIds.usage.completion_tokens).toBe(40);
+      const own = await timedStream(long.url, "/chat/completions", {
+        model: "sim+pad:5",
+        messages: guessPrompt,
+      });
+      expect(own.usage.completion_tokens).toBe(5);
+      const capped = await timedStream(long.url, "/chat/completions", {
+        model: "sim",
+        messages: guessPrompt,
+        max_tokens: 8,
+      });
+      expect(capped.usage.completion_tokens).toBe(8);
+    } finally {
+      await long.close();
+    }
+  });
+});
