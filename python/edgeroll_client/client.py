@@ -77,16 +77,36 @@ class EdgerollClient:
             time.sleep(0.5)
 
     def set_policy(
-        self, run_id: str, version: int, max_lag: int | None = None, paused: bool | None = None
+        self,
+        run_id: str,
+        version: int,
+        max_lag: int | None = None,
+        paused: bool | None = None,
+        interrupt: bool | None = None,
     ) -> dict[str, Any]:
         """Asynchronous RL: the policy the trainer trains now (trainer role). Groups of the run
-        that name no policy_version take it; with max_lag, ones too far behind are refused."""
+        that name no policy_version take it; with max_lag, ones too far behind are refused;
+        paused=True holds new generations, and with interrupt=True aborts those in flight too."""
         body: dict[str, Any] = {"version": version}
         if max_lag is not None:
             body["max_lag"] = max_lag
         if paused is not None:
             body["paused"] = paused
+        if interrupt is not None:
+            body["interrupt"] = interrupt
         return self._request("POST", f"/v1/runs/{run_id}/policy", body)
+
+    def wait_idle(self, run_id: str, timeout: float = 600.0, interval: float = 0.2) -> None:
+        """Waits until the run has no generation in flight (after a pause: the hosts may load
+        new weights). Raises TimeoutError after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            in_flight = self.get_run(run_id)["in_flight_generations"]
+            if in_flight == 0:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id} still has {in_flight} generations in flight")
+            time.sleep(interval)
 
     def get_policy(self, run_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/runs/{run_id}/policy")

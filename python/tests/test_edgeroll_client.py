@@ -116,6 +116,16 @@ class StandIn(BaseHTTPRequestHandler):
     releases, and a 404 in the API's error shape for anything else."""
 
     calls: list[dict[str, Any]] = []
+    # What GET /v1/runs/r1 answers for in_flight_generations, call after call (then 0).
+    in_flight: list[int] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.calls.append({"path": self.path, "body": None, "headers": dict(self.headers)})
+        if self.path == "/v1/runs/r1":
+            left = StandIn.in_flight.pop(0) if StandIn.in_flight else 0
+            self.answer(200, {"run_id": "r1", "in_flight_generations": left})
+        else:
+            self.answer(404, {"error": {"code": "not_found", "message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         body = json.loads(self.rfile.read(int(self.headers["content-length"] or 0)) or b"null")
@@ -168,6 +178,17 @@ class Client(unittest.TestCase):
         self.assertIn("POST http://127.0.0.1", str(raised.exception))
         self.assertIn("no route /v1/runs/r1/policy", str(raised.exception))
         self.assertEqual(StandIn.calls[0]["body"], {"version": 3, "max_lag": 2})
+
+    def test_an_interrupting_pause_then_waiting_until_nothing_is_in_flight(self) -> None:
+        with self.assertRaises(EdgerollError):
+            self.client.set_policy("r1", 4, paused=True, interrupt=True)
+        self.assertEqual(StandIn.calls[0]["body"], {"version": 4, "paused": True, "interrupt": True})
+        StandIn.in_flight = [3, 1]
+        self.client.wait_idle("r1", interval=0.01)
+        self.assertEqual(self.paths()[1:], ["/v1/runs/r1"] * 3)
+        StandIn.in_flight = [2] * 1000
+        with self.assertRaises(TimeoutError):
+            self.client.wait_idle("r1", timeout=0.05, interval=0.01)
 
     def test_set_host_sends_the_url_and_what_changes(self) -> None:
         with self.assertRaises(EdgerollError):

@@ -1,8 +1,8 @@
 /** A run's progress at a glance, and its policy: what the trainer says it is training now. */
 import { Hono } from "hono";
 import { runPacing, runProgress } from "../db/queries";
-import { readRunPolicy, setRunPolicy } from "../db/run-policies";
-import { pushToRunningGroups } from "../policy/fan-out";
+import { readRunPolicy, runningGroupIds, setRunPolicy } from "../db/run-policies";
+import { askEach, pushToRunningGroups } from "../policy/fan-out";
 import { knownPolicy } from "../policy/known-policy";
 import { PolicyRequestSchema } from "../policy/policy-wire";
 import { rolloutGroup } from "../rollout/bindings";
@@ -15,10 +15,11 @@ import { validated } from "./validated";
 export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .get("/runs/:id", async (c) => {
     const id = c.req.param("id");
-    const [progress, pacing, policy] = await Promise.all([
+    const [progress, pacing, policy, running] = await Promise.all([
       runProgress(c.env.DB, id),
       runPacing(c.env.DB, id),
       readRunPolicy(c.env.DB, id),
+      runningGroupIds(c.env.DB, id),
     ]);
     // A run is its groups, or a policy its trainer set before any: with neither, a typo.
     if (progress.length === 0 && policy === null)
@@ -27,7 +28,10 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
         "not_found",
         `no run "${id}": no group was started with run_id "${id}" and no trainer set its policy`,
       );
-    return c.json(runProgressView(id, progress, pacing, policy));
+    const asked = await askEach(running, (groupId) =>
+      rolloutGroup(c.env, groupId).inFlightGenerations(),
+    );
+    return c.json(runProgressView(id, progress, pacing, policy, asked.inFlight));
   })
   .get("/runs/:id/policy", async (c) => {
     const id = c.req.param("id");
@@ -46,7 +50,12 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
     const set = await setRunPolicy(
       c.env.DB,
       id,
-      { version: body.version, maxLag: body.max_lag, paused: body.paused },
+      {
+        version: body.version,
+        maxLag: body.max_lag,
+        paused: body.paused,
+        interrupt: body.interrupt,
+      },
       c.get("principal"),
     );
     if (!set.ok)

@@ -253,10 +253,32 @@ export class EdgerollClient {
    * Asynchronous RL: tells edgeroll the policy the trainer trains now (the trainer role). Groups
    * of the run that name no `policy_version` take it, and every turn sent from the answer on
    * records it; with `max_lag`, groups that fall further behind are refused or cancelled;
-   * `paused` holds the run's new generations (a weight sync) until it is set false again.
+   * `paused` holds the run's new generations (a weight sync) until it is set false again, and
+   * with `interrupt: true` aborts those in flight too (each is sent again after the resume).
    */
   setPolicy(runId: string, policy: RunPolicyUpdate): Promise<RunPolicySet> {
     return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/policy`, policy);
+  }
+
+  /**
+   * Waits until the run has no generation in flight (`in_flight_generations` of GET
+   * /v1/runs/:id is 0): after a pause, when the hosts may load new weights. Throws after
+   * `timeoutMs`.
+   */
+  async waitIdle(
+    runId: string,
+    options: { intervalMs?: number; timeoutMs?: number } = {},
+  ): Promise<void> {
+    const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+    for (;;) {
+      const run = await this.getRun(runId);
+      if (run.in_flight_generations === 0) return;
+      if (Date.now() >= deadline)
+        throw new Error(
+          `run "${runId}" still has ${run.in_flight_generations} generations in flight`,
+        );
+      await sleep(options.intervalMs ?? 200);
+    }
   }
 
   getPolicy(runId: string): Promise<RunPolicyView> {

@@ -31,6 +31,8 @@ export interface PolicyUpdate {
   maxLag?: number | null | undefined;
   /** Absent: keep the run's. */
   paused?: boolean | undefined;
+  /** The pause aborts the run's generations in flight too (only with a pause). */
+  interrupt?: boolean | undefined;
 }
 
 /** The run's policy after the update, or the newer one that made it a regression. */
@@ -47,6 +49,7 @@ export async function setRunPolicy(
     version: update.version,
     maxLag: update.maxLag === undefined ? (current?.maxLag ?? null) : update.maxLag,
     paused: update.paused ?? current?.paused ?? false,
+    interrupt: update.interrupt === true,
     updatedAt: new Date().toISOString(),
     updatedBy: principal,
     revision: (current?.revision ?? 0) + 1,
@@ -54,15 +57,23 @@ export async function setRunPolicy(
   // Conditional on the version still not being ahead: a concurrent, newer update wins.
   const written = await db
     .prepare(
-      `INSERT INTO run_policies (run_id, version, max_lag, paused, updated_at, updated_by, revision)
-       VALUES (?, ?, ?, ?, ?, ?, 1)
+      `INSERT INTO run_policies (run_id, version, max_lag, paused, interrupt, updated_at, updated_by, revision)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 1)
        ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, max_lag = excluded.max_lag,
-         paused = excluded.paused, updated_at = excluded.updated_at, updated_by = excluded.updated_by,
-         revision = run_policies.revision + 1
+         paused = excluded.paused, interrupt = excluded.interrupt, updated_at = excluded.updated_at,
+         updated_by = excluded.updated_by, revision = run_policies.revision + 1
        WHERE excluded.version >= run_policies.version
        RETURNING revision`,
     )
-    .bind(runId, next.version, next.maxLag, next.paused ? 1 : 0, next.updatedAt, principal)
+    .bind(
+      runId,
+      next.version,
+      next.maxLag,
+      next.paused ? 1 : 0,
+      next.interrupt ? 1 : 0,
+      next.updatedAt,
+      principal,
+    )
     .first<{ revision: number }>();
   if (written === null)
     return { ok: false, current: (await readRunPolicy(db, runId)) as RunPolicy };

@@ -247,6 +247,11 @@ export const runPolicies = sqliteTable("run_policies", {
   /** Weight sync in progress: new generations of the run wait. */
   paused: integer("paused", { mode: "boolean" }).notNull().default(false),
   /**
+   * The pause also aborted the run's generations in flight (`interrupt: true`): each is sent
+   * again once the run resumes. Set by each update; only a pause can carry it.
+   */
+  interrupt: integer("interrupt", { mode: "boolean" }).notNull().default(false),
+  /**
    * Counts every update: a group told of two updates in either order keeps the later one, even
    * when both name the same version (a pause, then its resume).
    */

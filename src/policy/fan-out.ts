@@ -15,10 +15,12 @@ const PUSH_CONCURRENCY = 16;
  */
 export const MAX_PUSHES = 900;
 
-/** The run's running groups, and how many of them were told. */
+/** The run's running groups, how many of them were told, and what those still have in flight. */
 export interface Pushed {
   running: number;
   told: number;
+  /** Generations in flight in the groups told, once each took the change. */
+  inFlight: number;
 }
 
 /**
@@ -28,17 +30,30 @@ export interface Pushed {
 export async function pushToRunningGroups(
   db: D1Database,
   runId: string,
-  notify: (groupId: string) => Promise<unknown>,
+  notify: (groupId: string) => Promise<number>,
 ): Promise<Pushed> {
   const running = await runningGroupIds(db, runId);
-  const told = await pMap(
-    running.slice(0, MAX_PUSHES),
+  const answers = await askEach(running, notify);
+  return { running: running.length, ...answers };
+}
+
+/**
+ * Asks each of the groups (up to MAX_PUSHES) for a count: how many answered, and the sum of
+ * their counts. One that cannot be reached counts for nothing.
+ */
+export async function askEach(
+  groupIds: readonly string[],
+  ask: (groupId: string) => Promise<number>,
+): Promise<{ told: number; inFlight: number }> {
+  const counts = await pMap(
+    groupIds.slice(0, MAX_PUSHES),
     (id) =>
-      notify(id).then(
-        () => true,
-        () => false,
+      ask(id).then(
+        (n) => n,
+        () => null,
       ),
     { concurrency: PUSH_CONCURRENCY },
   );
-  return { running: running.length, told: told.filter(Boolean).length };
+  const answered = counts.filter((n) => n !== null);
+  return { told: answered.length, inFlight: answered.reduce((a, n) => a + n, 0) };
 }

@@ -10,6 +10,8 @@ export const KnownPolicySchema = z.object({
   /** How many versions behind a group's policy may be; null for no limit. */
   maxLag: z.number().int().min(0).nullable(),
   paused: z.boolean(),
+  /** This update's pause aborts the generations in flight. Absent in an older push: false. */
+  interrupt: z.boolean().default(false),
   revision: z.number().int().min(1),
 });
 export type KnownPolicy = z.infer<typeof KnownPolicySchema>;
@@ -19,6 +21,7 @@ export function knownPolicy(policy: RunPolicy): KnownPolicy {
     version: policy.version,
     maxLag: policy.maxLag,
     paused: policy.paused,
+    interrupt: policy.interrupt,
     revision: policy.revision,
   };
 }

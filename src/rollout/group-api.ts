@@ -8,8 +8,13 @@ export type StartResult = { outcome: "created" | "existing" } | { outcome: "conf
 export interface RolloutGroupApi {
   start(spec: GroupSpec, runPolicy?: KnownPolicy | null): Promise<StartResult>;
   status(): Promise<LiveGroupStatus | null>;
-  /** The run's policy changed: follow it (resume, or cancel a group gone stale). */
-  policyChanged(policy: KnownPolicy): Promise<void>;
+  /**
+   * The run's policy changed: follow it (resume, abort the generations in flight at an
+   * interrupting pause, or cancel a group gone stale). Answers its generations still in flight.
+   */
+  policyChanged(policy: KnownPolicy): Promise<number>;
+  /** Its generations in flight: sent, not yet answered, not aborted by an interrupt. */
+  inFlightGenerations(): Promise<number>;
   /**
    * The fleet changed under the group's episodes (a host ejected, paused, or serving another
    * version): each checks its host with the fleet scheduler before its next generation.

@@ -93,13 +93,18 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    * The run's policy changed (POST /v1/runs/:id/policy tells every running group): a resumed
    * run's generations go on, and a group now more than `max_lag` behind is cancelled.
    */
-  async policyChanged(policy: KnownPolicy): Promise<void> {
-    if (!this.store.exists() || !this.policy.apply(policy)) return;
+  async policyChanged(policy: KnownPolicy): Promise<number> {
+    if (!this.store.exists() || !this.policy.apply(policy)) return this.policy.inFlight;
     this.followPolicy();
     // A wake-up too: an instance that restarted while paused resumes without waiting for its
     // alarm, and a group cancelled with no driver left lands. Not awaited: the trainer's POST
     // does not wait for a landing.
     if (this.drivers.size === 0 && this.finishing === null) this.resume().catch(() => {});
+    return this.policy.inFlight;
+  }
+
+  async inFlightGenerations(): Promise<number> {
+    return this.policy.inFlight;
   }
 
   async hostsChanged(): Promise<void> {

@@ -29,10 +29,22 @@ export function policySpan(
   return { min, max };
 }
 
+/** A generation on its way: what aborts it, and whether an interrupting pause did. */
+export interface Flight {
+  /** Aborted if the group is cancelled, or the run pauses with `interrupt`. */
+  signal: AbortSignal;
+  /** Whether an interrupting pause aborted it (so the turn goes out again after the resume). */
+  interrupted(): boolean;
+}
+
 export class PolicyWatch {
   private readonly cancel = new AbortController();
   /** Fires at the next pause or cancellation; renewed each time it fires. */
   private interrupts = new AbortController();
+  /** Aborts the generations in flight at the next interrupting pause; renewed each time. */
+  private flights = new AbortController();
+  /** Episodes whose generation is in flight: sent, not yet answered, not aborted. */
+  private readonly flying = new Set<number>();
   /** Generations waiting for the run to resume, or for the group to be cancelled. */
   private waiters: (() => void)[] = [];
 
@@ -78,9 +90,37 @@ export class PolicyWatch {
   /** Takes an update if it is newer than what this group knows; true if it was. */
   apply(policy: KnownPolicy): boolean {
     if (!this.table.apply(policy)) return false;
-    if (policy.paused) this.interrupt();
-    else this.wake();
+    if (policy.paused) {
+      if (policy.interrupt) this.abortFlights();
+      this.interrupt();
+    } else this.wake();
     return true;
+  }
+
+  /** An episode's generation goes out; `landed` once it is over, however it ended. */
+  takeOff(idx: number): Flight {
+    this.flying.add(idx);
+    const interrupt = this.flights.signal;
+    return {
+      signal: AbortSignal.any([this.signal, interrupt]),
+      interrupted: () => interrupt.aborted,
+    };
+  }
+
+  landed(idx: number): void {
+    this.flying.delete(idx);
+  }
+
+  /** Generations in flight: sent, not answered, and not aborted by an interrupting pause. */
+  get inFlight(): number {
+    return this.flying.size;
+  }
+
+  /** An interrupting pause: every generation in flight is aborted now. */
+  private abortFlights(): void {
+    this.flights.abort(new Error("interrupted: the run paused for a weight sync"));
+    this.flights = new AbortController();
+    this.flying.clear();
   }
 
   /** Cancels the group: its generations abort, and every waiting one is let go to end. */

@@ -10,6 +10,7 @@ export function policyView(policy: RunPolicy): PolicyView {
     version: policy.version,
     max_lag: policy.maxLag,
     paused: policy.paused,
+    interrupt: policy.interrupt,
     revision: policy.revision,
     updated_at: policy.updatedAt,
   };
@@ -24,5 +25,6 @@ export function policySetView(policy: RunPolicy, pushed: Pushed): PolicySet {
     ...policyView(policy),
     groups_running: pushed.running,
     groups_notified: pushed.told,
+    in_flight_generations: pushed.inFlight,
   };
 }

@@ -51,6 +51,7 @@ export function runProgressView(
   rows: Awaited<ReturnType<typeof runProgress>>,
   pacingRows: readonly PacingRow[],
   policy: RunPolicy | null,
+  inFlightGenerations: number,
 ) {
   const count = (status: GroupStatus) =>
     rows.find((r) => r.status === status) ?? { groups: 0, episodes: 0 };
@@ -68,6 +69,11 @@ export function runProgressView(
       landed: Number(count("landed").episodes) + Number(count("failed").episodes),
     },
     pacing: pacing(pacingRows, policy),
+    /**
+     * Generations of the run in flight now, summed over its running groups (up to 900 of them
+     * asked): what a trainer waits to see at 0 before it loads new weights.
+     */
+    in_flight_generations: inFlightGenerations,
   };
 }
 

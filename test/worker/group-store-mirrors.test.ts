@@ -34,7 +34,7 @@ it("a restarted instance reads what the writing instance holds, after every tran
 
     store.create(spec);
     rereadMatches("created");
-    store.policy.apply({ version: 3, maxLag: 2, paused: false, revision: 1 });
+    store.policy.apply({ version: 3, maxLag: 2, paused: false, interrupt: false, revision: 1 });
     store.group.markRegistered();
     for (const idx of [0, 1, 2])
       store.recordOpening(idx, [{ role: "user", content: `Guess ${idx}.` }], 4, null);

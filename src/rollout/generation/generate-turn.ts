@@ -16,7 +16,7 @@ import { admit, permitLeaseMs } from "./admission";
 import { fitsContext } from "./context-budget";
 import { type Attempt, INLINE_BACKOFF_MS, promptIds } from "./prompt-ids";
 import { recordAction } from "./record-action";
-import { type AttemptResult, CANCELLED, ENDED, type GenerationResult } from "./results";
+import { type AttemptResult, CANCELLED, ENDED, type GenerationResult, QUEUED } from "./results";
 import { settle } from "./settle";
 
 /**
@@ -37,6 +37,9 @@ export async function generateTurn(
     if (result.kind !== "queued") return result;
   }
 }
+
+/** What an interrupting pause leaves of a generation in flight. */
+const INTERRUPTED: unique symbol = Symbol("interrupted");
 
 /** The host refused the token fields before: it is not asked again, and this says why. */
 const KNOWN_REFUSAL = "the host does not send token fields (it refused them before)";
@@ -121,6 +124,7 @@ async function attempt(
   rt.policy.recordSend(idx, turn, grant.policyVersion);
   const wantsTokens = rt.generation.tokens.ask(store.tokens.mode(idx));
   const sentTo = grant.host;
+  const flight = rt.policy.takeOff(idx);
   const outcome = await generate(
     { baseUrl: grant.host, apiKey: rt.generation.apiKey },
     {
@@ -138,14 +142,27 @@ async function attempt(
       maxInlineBackoffMs: INLINE_BACKOFF_MS,
       wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / request.group_size),
       retryWithoutTokens: rt.generation.tokens.retryWithout,
-      // A group cancelled as stale aborts its generations in flight (the driver ends them).
-      signal: rt.policy.signal,
+      // A group cancelled as stale aborts its generations in flight (the driver ends them),
+      // and so does a pause with `interrupt` (the turn goes out again after the resume).
+      signal: flight.signal,
       sessionId: episodeId(spec.groupId, idx),
       elsewhere: failover(rt, idx, (next) => {
         grant = next;
       }),
     },
-  );
+  )
+    .catch((error: unknown): typeof INTERRUPTED => {
+      if (!flight.interrupted() || rt.policy.stale !== null) throw error;
+      return INTERRUPTED;
+    })
+    .finally(() => rt.policy.landed(idx));
+  if (outcome === INTERRUPTED) {
+    // Aborted by an interrupting pause: nothing of it is kept; it is sent again, under the
+    // version the run resumes at, once admitted after the resume.
+    store.generations.unsend(idx);
+    await rt.writeTurn();
+    return QUEUED;
+  }
   await rt.writeTurn();
   if (outcome.kind === "ok") {
     const { permits } = rt.generation;

@@ -120,7 +120,8 @@ export class GenerationsTable {
 
   /**
    * A generation marked sent that did not go out after all (its run paused while its prompt was
-   * being built): back to waiting, so a restart meanwhile is not counted as a lost request.
+   * being built), or was aborted by a pause with `interrupt`: back to waiting, with a fresh
+   * window once it goes out again, so a restart meanwhile is not counted as a lost request.
    */
   unsend(idx: number): void {
     this.change(idx, { state: "queued", deadlineAt: null });

@@ -49,6 +49,9 @@ export class PolicyTable {
                 version: Number(row.version),
                 maxLag: numOrNull(row.max_lag),
                 paused: row.paused === 1,
+                // An interrupt acts once, when the update is taken: generations in flight then
+                // were aborted; an instance reading it back has none from before.
+                interrupt: false,
                 revision: Number(row.revision),
               },
         stale: textOrNull(row?.stale),
@@ -81,7 +84,7 @@ export class PolicyTable {
       policy.revision,
     );
     this.db.afterCommit(() => {
-      this.state.policy = { ...policy };
+      this.state.policy = { ...policy, interrupt: false };
     });
     return true;
   }

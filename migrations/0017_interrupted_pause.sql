@@ -1,0 +1,1 @@
+ALTER TABLE `run_policies` ADD `interrupt` integer DEFAULT false NOT NULL;

@@ -1,0 +1,90 @@
+// A weight sync that does not wait for generations (issue 30): a pause with `interrupt: true`
+// aborts the run's generations in flight at once, and no other run's; each is sent again once
+// the run resumes, and the run's groups land as if nothing had happened.
+import { describe, expect, it } from "vitest";
+import type { StartGroupInput } from "../../src/client/edgeroll-client";
+import {
+  errorOf,
+  getJson,
+  guessExample,
+  postPolicy,
+  setPolicy,
+  simulatorRequests,
+  startGroup,
+  waitForGroup,
+} from "./helpers";
+
+/** About 1.2 s a generation: long enough to be caught in flight, inside the tests' 2-s deadline. */
+const slow = (tag: string) => `sim+tag:${tag}+trickle:100`;
+
+const group = (run: string, model: string): StartGroupInput => ({
+  env: "guess-number",
+  example: guessExample(`${run}-g`, 37),
+  group_size: 2,
+  run_id: run,
+  sampling: { model, temperature: 0 },
+});
+
+const inFlight = async (run: string) =>
+  (await getJson<{ in_flight_generations: number }>(`/v1/runs/${run}`)).in_flight_generations;
+
+async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("a pause with interrupt", () => {
+  it("aborts every generation of its run in flight, and none of another run's", async () => {
+    const [a, b] = [`int-a-${crypto.randomUUID()}`, `int-b-${crypto.randomUUID()}`];
+    const [modelA, modelB] = [slow(a), slow(b)];
+    await setPolicy(a, { version: 0 });
+    await setPolicy(b, { version: 0 });
+    const groupA = await startGroup(group(a, modelA));
+    const groupB = await startGroup(group(b, modelB));
+    // Both groups' first generations are streaming.
+    await until(async () => (await inFlight(a)) === 2 && (await inFlight(b)) === 2, "4 in flight");
+    const sentA = await simulatorRequests(modelA);
+
+    const interrupted = await postPolicy(a, { version: 1, paused: true, interrupt: true });
+    expect(interrupted.status).toBe(200);
+    expect(await interrupted.json()).toMatchObject({
+      paused: true,
+      interrupt: true,
+      groups_running: 1,
+      groups_notified: 1,
+      in_flight_generations: 0,
+    });
+    expect(await inFlight(a)).toBe(0);
+    // The other run's generations go on.
+    expect(await inFlight(b)).toBe(2);
+
+    // Held while paused: nothing of run a is sent again until it resumes.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await simulatorRequests(modelA)).toBe(sentA);
+    await setPolicy(a, { version: 1, paused: false });
+
+    const [landedA, landedB] = await Promise.all([waitForGroup(groupA), waitForGroup(groupB)]);
+    for (const landed of [landedA, landedB]) {
+      expect(landed.status).toBe("landed");
+      expect(landed.episodes.map((e) => e.state)).toEqual(["completed", "completed"]);
+    }
+    const turns = (g: typeof landedA) => g.episodes.reduce((n, e) => n + e.turns, 0);
+    // Each of run a's two aborted generations was sent once more; run b sent one per turn.
+    expect(await simulatorRequests(modelA)).toBe(turns(landedA) + 2);
+    expect(await simulatorRequests(modelB)).toBe(turns(landedB));
+    // The resent turns went out under the version the run resumed at.
+    expect(landedA.policy_version_max).toBe(1);
+  });
+
+  it("is refused without a pause, naming the field", async () => {
+    const response = await postPolicy(`int-refused-${crypto.randomUUID()}`, {
+      version: 1,
+      interrupt: true,
+    });
+    expect(response.status).toBe(400);
+    expect((await errorOf(response)).message).toMatch(/interrupt: only with paused: true/);
+  });
+});
