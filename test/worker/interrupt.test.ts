@@ -1,11 +1,13 @@
 // A weight sync that does not wait for generations (issue 30): a pause with `interrupt: true`
 // aborts the run's generations in flight at once, and no other run's; each is sent again once
 // the run resumes, and the run's groups land as if nothing had happened.
+import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { StartGroupInput } from "../../src/client/edgeroll-client";
 import {
   errorOf,
   getJson,
+  groupStub,
   guessExample,
   postPolicy,
   setPolicy,
@@ -77,6 +79,29 @@ describe("a pause with interrupt", () => {
     expect(await simulatorRequests(modelB)).toBe(turns(landedB));
     // The resent turns went out under the version the run resumed at.
     expect(landedA.policy_version_max).toBe(1);
+  });
+
+  it("changes nothing for a group whose object is evicted between the interrupt and the resume", async () => {
+    const run = `int-evict-${crypto.randomUUID()}`;
+    const model = slow(run);
+    await setPolicy(run, { version: 0 });
+    const id = await startGroup(group(run, model));
+    await until(async () => (await inFlight(run)) === 2, "2 in flight");
+    await setPolicy(run, { version: 1, paused: true, interrupt: true });
+    const sent = await simulatorRequests(model);
+    await evictDurableObject(groupStub(id));
+    // The new instance starts paused (its copy of the policy) and sends nothing.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await simulatorRequests(model)).toBe(sent);
+    await setPolicy(run, { version: 1, paused: false });
+    const landed = await waitForGroup(id);
+    expect(landed.status).toBe("landed");
+    expect(landed.episodes.map((e) => [e.state, e.redispatches])).toEqual([
+      ["completed", 0],
+      ["completed", 0],
+    ]);
+    const turns = landed.episodes.reduce((n, e) => n + e.turns, 0);
+    expect(await simulatorRequests(model)).toBe(turns + 2);
   });
 
   it("is refused without a pause, naming the field", async () => {
