@@ -262,8 +262,8 @@ export class EdgerollClient {
 
   /**
    * Waits until the run has no generation in flight (`in_flight_generations` of GET
-   * /v1/runs/:id is 0): after a pause, when the hosts may load new weights. Throws after
-   * `timeoutMs`.
+   * /v1/runs/:id is 0; null, some group not asked, is not 0): after a pause, edgeroll sends the
+   * run's hosts nothing more until it resumes. Throws after `timeoutMs`.
    */
   async waitIdle(
     runId: string,

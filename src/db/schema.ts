@@ -130,6 +130,11 @@ export const episodes = sqliteTable(
     latencyMs: integer("latency_ms").notNull(),
     redispatches: integer("redispatches").notNull(),
     /**
+     * Tokens its generations had produced when a pause with `interrupt` aborted them, dropped
+     * (the turn started over). Counted from the ids when streamed with them, else one a chunk.
+     */
+    discardedTokens: integer("discarded_tokens").notNull().default(0),
+    /**
      * `exact`: every sampled turn's token ids and logprobs are in the group's token object;
      * `none`: not (the host sent none, or the group asked for `tokens: "off"`).
      */

@@ -19,7 +19,7 @@ import {
   postJson,
   type RetryOptions,
 } from "./retries";
-import { parseCompletionStream, readCompletionStream } from "./stream";
+import { type PartialCompletion, parseCompletionStream, readCompletionStream } from "./stream";
 import { TokenFieldReader, type TokenFields } from "./token-fields";
 
 export type { GenerationFailure };
@@ -68,6 +68,11 @@ export interface GenerateOptions extends Omit<RetryOptions, "retryRefusal" | "el
    * Default 0: always as it arrives.
    */
   wholeStreamBytes?: number;
+  /**
+   * Filled with a view of the stream of the attempt under way, as it arrives (null while none
+   * is read as it arrives): what an abort cut short, for its caller to keep or count.
+   */
+  inProgress?: { sofar: (() => PartialCompletion) | null };
 }
 
 /** A 4xx that names a token field refused that field, not the generation. */
@@ -117,7 +122,9 @@ async function sendOnce(
   signal: AbortSignal,
   readWhole: boolean,
   sessionId: string | undefined,
+  inProgress: GenerateOptions["inProgress"],
 ): Promise<Completion> {
+  if (inProgress) inProgress.sofar = null;
   const url = `${baseOf(endpoint)}${completionPath(request)}`;
   const response = await postJson(
     url,
@@ -135,7 +142,9 @@ async function sendOnce(
     if (!streamed || !response.body) return await readJson(response, request.tokens);
     return readWhole
       ? parseCompletionStream(await response.text(), request.tokens)
-      : await readCompletionStream(response.body, request.tokens);
+      : await readCompletionStream(response.body, request.tokens, (sofar) => {
+          if (inProgress) inProgress.sofar = sofar;
+        });
   } catch (error) {
     if (signal.aborted || error instanceof InferenceError) throw error;
     throw new InferenceError("retryable", `the response broke off: ${String(error)}`, {
@@ -159,7 +168,7 @@ export async function generate(
   let at = endpoint;
   const { elsewhere } = options;
   const outcome = await callWithRetries(
-    (signal) => sendOnce(at, current, signal, readWhole, options.sessionId),
+    (signal) => sendOnce(at, current, signal, readWhole, options.sessionId, options.inProgress),
     {
       ...options,
       elsewhere:

@@ -104,6 +104,8 @@ export async function callWithRetries<T>(
         if (attempts > options.maxRetries)
           return { kind: "failed", failure: exhausted, attempts, message: failure.message };
         if (options.elsewhere !== undefined && (await options.elsewhere(failure, signal))) continue;
+        // Aborted from outside while the failure was being reported: not a timeout.
+        if (options.signal?.aborted) throw options.signal.reason;
         if (deadline.signal.aborted)
           return { kind: "timeout", attempts, latencyMs: Date.now() - started };
         const delayMs = backoffMs(attempts, failure.retryAfterS);

@@ -32,6 +32,17 @@ interface Chunk {
   } | null;
 }
 
+/**
+ * What a stream had carried when it was cut short (an interrupting pause aborted it): its text,
+ * how many tokens that was, and their ids and logprobs when the request asked for them.
+ */
+export interface PartialCompletion {
+  content: string;
+  /** Counted from the ids when the host sent them, else one a chunk (vLLM streams one a chunk). */
+  completionTokens: number;
+  tokens: { ids: number[]; logprobs: number[] } | null;
+}
+
 /** Accumulates the chunks of one streamed completion. */
 class StreamedCompletion {
   /** Reads the token fields when the request asked for them. */
@@ -41,6 +52,8 @@ class StreamedCompletion {
   finishReason: string | null = null;
   usage: Completion["usage"] = null;
   sawDone = false;
+  /** Chunks that carried some of the completion (text or a tool call's). */
+  chunksWithOutput = 0;
 
   constructor(wantTokens: boolean) {
     this.tokens = wantTokens ? new TokenFieldReader() : null;
@@ -92,8 +105,10 @@ class StreamedCompletion {
     );
     if (choice === undefined) return;
     const delta = choice.delta;
+    const before = this.content.length;
     if (typeof delta?.content === "string") this.content += delta.content;
     else if (typeof choice.text === "string") this.content += choice.text;
+    if (this.content.length > before || Array.isArray(delta?.tool_calls)) this.chunksWithOutput++;
     for (const part of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
       const index = typeof part.index === "number" ? part.index : 0;
       const call = this.calls[index] ?? {
@@ -108,6 +123,15 @@ class StreamedCompletion {
         call.function.arguments += part.function.arguments;
     }
     if (typeof choice.finish_reason === "string") this.finishReason = choice.finish_reason;
+  }
+
+  partial(): PartialCompletion {
+    const tokens = this.tokens?.partial() ?? null;
+    return {
+      content: this.content,
+      completionTokens: tokens?.ids.length ?? this.chunksWithOutput,
+      tokens,
+    };
   }
 }
 
@@ -150,12 +174,17 @@ export function parseCompletionStream(text: string, wantTokens = false): Complet
   return events.result();
 }
 
-/** Reads server-sent events off the body as they arrive; a broken body fails here. */
+/**
+ * Reads server-sent events off the body as they arrive; a broken body fails here. `watch` is
+ * handed a view of what has arrived so far, for whoever aborts the read to see what it cut.
+ */
 export async function readCompletionStream(
   body: ReadableStream<Uint8Array>,
   wantTokens = false,
+  watch?: (sofar: () => PartialCompletion) => void,
 ): Promise<Completion> {
   const events = collector(wantTokens);
+  watch?.(() => events.completion.partial());
   const reader = body.getReader();
   const decoder = new TextDecoder();
   try {
@@ -164,8 +193,15 @@ export async function readCompletionStream(
       if (done) break;
       events.feed(decoder.decode(value, { stream: true }));
     }
-    // Read to the end after [DONE] (usually nothing left): cheaper than cancelling the body.
-    while (events.completion.sawDone && events.failure() === null && !(await reader.read()).done) {}
+    // Read to the end after [DONE] (usually nothing left): cheaper than cancelling the body. The
+    // completion is whole by then: an abort or a break in that last read loses nothing.
+    try {
+      while (
+        events.completion.sawDone &&
+        events.failure() === null &&
+        !(await reader.read()).done
+      ) {}
+    } catch {}
   } finally {
     if (events.failure() !== null) reader.cancel().catch(() => {});
   }

@@ -87,6 +87,16 @@ export class TokenFieldReader {
     } else this.logprobs.push(logprob);
   }
 
+  /**
+   * The completion so far, of a stream cut short: its ids with their logprobs (as many as came
+   * in pairs), or null when what came is not usable.
+   */
+  partial(): { ids: number[]; logprobs: number[] } | null {
+    if (this.problem !== null || !this.sawCompletionIds) return null;
+    const n = Math.min(this.completionIds.length, this.logprobs.length);
+    return { ids: this.completionIds.slice(0, n), logprobs: this.logprobs.slice(0, n) };
+  }
+
   /** What the host sent, checked against the counts its usage reports when it reports them. */
   result(usage: { promptTokens: number; completionTokens: number } | null = null): TokenFields {
     const missing = (what: string): TokenFields => ({

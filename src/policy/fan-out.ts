@@ -19,8 +19,11 @@ export const MAX_PUSHES = 900;
 export interface Pushed {
   running: number;
   told: number;
-  /** Generations in flight in the groups told, once each took the change. */
-  inFlight: number;
+  /**
+   * Generations in flight in the run's running groups once each took the change; null unless
+   * every one of them was told (one unreachable, or past MAX_PUSHES, could have some).
+   */
+  inFlight: number | null;
 }
 
 /**
@@ -39,12 +42,13 @@ export async function pushToRunningGroups(
 
 /**
  * Asks each of the groups (up to MAX_PUSHES) for a count: how many answered, and the sum of
- * their counts. One that cannot be reached counts for nothing.
+ * their counts, or null unless all of them answered.
  */
+
 export async function askEach(
   groupIds: readonly string[],
   ask: (groupId: string) => Promise<number>,
-): Promise<{ told: number; inFlight: number }> {
+): Promise<{ told: number; inFlight: number | null }> {
   const counts = await pMap(
     groupIds.slice(0, MAX_PUSHES),
     (id) =>
@@ -55,5 +59,6 @@ export async function askEach(
     { concurrency: PUSH_CONCURRENCY },
   );
   const answered = counts.filter((n) => n !== null);
-  return { told: answered.length, inFlight: answered.reduce((a, n) => a + n, 0) };
+  const sum = answered.reduce((a, n) => a + n, 0);
+  return { told: answered.length, inFlight: answered.length === groupIds.length ? sum : null };
 }

@@ -50,9 +50,10 @@ export const PolicySetSchema = PolicyViewSchema.extend({
   groups_running: z.number().int(),
   groups_notified: z.number().int(),
   /**
-   * Generations of the run still in flight in the groups told, once they took the update: 0
-   * after an interrupt (the aborts are sent); after a plain pause, those still finishing.
+   * Generations of the run still in flight once its running groups took the update: 0 after
+   * an interrupt (the aborts are sent); after a plain pause, those still finishing. Null when
+   * some running group could not be told (it follows within a heartbeat): unknown, not 0.
    */
-  in_flight_generations: z.number().int(),
+  in_flight_generations: z.number().int().nullable(),
 });
 export type PolicySet = z.infer<typeof PolicySetSchema>;

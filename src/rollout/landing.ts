@@ -175,6 +175,7 @@ export function landingPayload(
     totalTokens: e.totalTokens,
     latencyMs: (e.finishedAt ?? e.startedAt) - e.startedAt,
     redispatches: e.redispatches,
+    discardedTokens: e.discardedTokens,
     tokenMode: tokens?.episodes.get(e.idx)?.mode ?? "none",
     tokenModeReason: tokens
       ? (tokens.episodes.get(e.idx)?.reason ?? null)

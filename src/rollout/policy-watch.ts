@@ -43,8 +43,11 @@ export class PolicyWatch {
   private interrupts = new AbortController();
   /** Aborts the generations in flight at the next interrupting pause; renewed each time. */
   private flights = new AbortController();
-  /** Episodes whose generation is in flight: sent, not yet answered, not aborted. */
-  private readonly flying = new Set<number>();
+  /**
+   * Episodes whose generation is in flight (sent, not yet answered, not aborted), each with what
+   * detaches its abort from the group's signals once it is over.
+   */
+  private readonly flying = new Map<number, () => void>();
   /** Generations waiting for the run to resume, or for the group to be cancelled. */
   private waiters: (() => void)[] = [];
 
@@ -99,15 +102,27 @@ export class PolicyWatch {
 
   /** An episode's generation goes out; `landed` once it is over, however it ended. */
   takeOff(idx: number): Flight {
-    this.flying.add(idx);
     const interrupt = this.flights.signal;
-    return {
-      signal: AbortSignal.any([this.signal, interrupt]),
-      interrupted: () => interrupt.aborted,
-    };
+    const cancel = this.signal;
+    // One controller per generation, listening to the group's two: a composite signal per
+    // call would stay attached to the group's long-lived one.
+    const abort = new AbortController();
+    const onCancel = () => abort.abort(cancel.reason);
+    const onInterrupt = () => abort.abort(interrupt.reason);
+    if (cancel.aborted) onCancel();
+    else if (interrupt.aborted) onInterrupt();
+    cancel.addEventListener("abort", onCancel, { once: true });
+    interrupt.addEventListener("abort", onInterrupt, { once: true });
+    this.flying.get(idx)?.();
+    this.flying.set(idx, () => {
+      cancel.removeEventListener("abort", onCancel);
+      interrupt.removeEventListener("abort", onInterrupt);
+    });
+    return { signal: abort.signal, interrupted: () => interrupt.aborted };
   }
 
   landed(idx: number): void {
+    this.flying.get(idx)?.();
     this.flying.delete(idx);
   }
 
@@ -120,6 +135,7 @@ export class PolicyWatch {
   private abortFlights(): void {
     this.flights.abort(new Error("interrupted: the run paused for a weight sync"));
     this.flights = new AbortController();
+    for (const detach of this.flying.values()) detach();
     this.flying.clear();
   }
 

@@ -29,6 +29,7 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     total_tokens: episode.totalTokens,
     latency_ms: episode.latencyMs,
     redispatches: episode.redispatches,
+    discarded_tokens: episode.discardedTokens,
     token_mode: episode.tokenMode,
     token_mode_reason: episode.tokenModeReason,
     prefix_breaks: episode.prefixBreaks,

@@ -51,7 +51,7 @@ export function runProgressView(
   rows: Awaited<ReturnType<typeof runProgress>>,
   pacingRows: readonly PacingRow[],
   policy: RunPolicy | null,
-  inFlightGenerations: number,
+  inFlightGenerations: number | null,
 ) {
   const count = (status: GroupStatus) =>
     rows.find((r) => r.status === status) ?? { groups: 0, episodes: 0 };
@@ -71,7 +71,8 @@ export function runProgressView(
     pacing: pacing(pacingRows, policy),
     /**
      * Generations of the run in flight now, summed over its running groups (up to 900 of them
-     * asked): what a trainer waits to see at 0 before it loads new weights.
+     * asked; null when one could not be asked, or there are more): what a trainer waits to see
+     * at 0 before it loads new weights.
      */
     in_flight_generations: inFlightGenerations,
   };

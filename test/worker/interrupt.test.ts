@@ -5,6 +5,7 @@ import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { StartGroupInput } from "../../src/client/edgeroll-client";
 import {
+  d1,
   errorOf,
   getJson,
   groupStub,
@@ -48,6 +49,8 @@ describe("a pause with interrupt", () => {
     const groupB = await startGroup(group(b, modelB));
     // Both groups' first generations are streaming.
     await until(async () => (await inFlight(a)) === 2 && (await inFlight(b)) === 2, "4 in flight");
+    // A few of run a's tokens have streamed (one every 100 ms).
+    await new Promise((r) => setTimeout(r, 500));
     const sentA = await simulatorRequests(modelA);
 
     const interrupted = await postPolicy(a, { version: 1, paused: true, interrupt: true });
@@ -79,6 +82,19 @@ describe("a pause with interrupt", () => {
     expect(await simulatorRequests(modelB)).toBe(turns(landedB));
     // The resent turns went out under the version the run resumed at.
     expect(landedA.policy_version_max).toBe(1);
+    // What the aborted generations had produced is counted, in D1, per episode.
+    const discarded = async (groupId: string) =>
+      (
+        await d1<{ discarded_tokens: number }>(
+          "SELECT discarded_tokens FROM episodes WHERE group_id = ? ORDER BY idx",
+          groupId,
+        )
+      ).map((r) => r.discarded_tokens);
+    for (const tokens of await discarded(groupA)) {
+      expect(tokens).toBeGreaterThan(0);
+      expect(tokens).toBeLessThan(12);
+    }
+    expect(await discarded(groupB)).toEqual([0, 0]);
   });
 
   it("changes nothing for a group whose object is evicted between the interrupt and the resume", async () => {

@@ -8,6 +8,7 @@ import { generationDeadlineMs } from "../../config";
 import type { Grant } from "../../fleet/fleet-api";
 import { generate, type InferenceEndpoint } from "../../inference/client";
 import type { InferenceError } from "../../inference/failures";
+import type { PartialCompletion } from "../../inference/stream";
 import type { ChatMessage } from "../../sdk";
 import type { GroupRuntime } from "../group-runtime";
 import { episodeId, generationSeed } from "../group-spec";
@@ -125,6 +126,7 @@ async function attempt(
   const wantsTokens = rt.generation.tokens.ask(store.tokens.mode(idx));
   const sentTo = grant.host;
   const flight = rt.policy.takeOff(idx);
+  const inProgress: { sofar: (() => PartialCompletion) | null } = { sofar: null };
   const outcome = await generate(
     { baseUrl: grant.host, apiKey: rt.generation.apiKey },
     {
@@ -140,7 +142,11 @@ async function attempt(
       deadlineMs: Math.max(0, sending.deadlineAt - Date.now()),
       maxRetries: sending.retriesLeft,
       maxInlineBackoffMs: INLINE_BACKOFF_MS,
-      wholeStreamBytes: Math.floor(GROUP_WHOLE_STREAM_BYTES / request.group_size),
+      // A run whose trainer sets its policy may interrupt a generation to sync weights: read
+      // as it arrives, so an abort knows what it cut.
+      wholeStreamBytes:
+        rt.policy.known() === null ? Math.floor(GROUP_WHOLE_STREAM_BYTES / request.group_size) : 0,
+      inProgress,
       retryWithoutTokens: rt.generation.tokens.retryWithout,
       // A group cancelled as stale aborts its generations in flight (the driver ends them),
       // and so does a pause with `interrupt` (the turn goes out again after the resume).
@@ -156,10 +162,15 @@ async function attempt(
       return INTERRUPTED;
     })
     .finally(() => rt.policy.landed(idx));
-  if (outcome === INTERRUPTED) {
-    // Aborted by an interrupting pause: nothing of it is kept; it is sent again, under the
-    // version the run resumes at, once admitted after the resume.
-    store.generations.unsend(idx);
+  // Whatever came back once an interrupting pause aborted the call, short of an answer, is the
+  // interrupt's doing (a host failure being reported when it came): not a timeout or a failure.
+  if (
+    outcome === INTERRUPTED ||
+    (outcome.kind !== "ok" && flight.interrupted() && rt.policy.stale === null)
+  ) {
+    // Aborted by an interrupting pause: what it had produced is counted and dropped; it is sent
+    // again, under the version the run resumes at, once admitted after the resume.
+    store.recordInterrupt(idx, inProgress.sofar?.().completionTokens ?? 0);
     await rt.writeTurn();
     return QUEUED;
   }

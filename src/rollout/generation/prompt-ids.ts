@@ -9,7 +9,7 @@ import type { ChatMessage } from "../../sdk";
 import type { GroupRuntime } from "../group-runtime";
 import { END, failed } from "../outcomes";
 import { admit } from "./admission";
-import { type AttemptResult, CANCELLED, ENDED } from "./results";
+import { type AttemptResult, CANCELLED, ENDED, QUEUED } from "./results";
 import { settle } from "./settle";
 import { tokenInPrompt } from "./token-prompt";
 
@@ -60,8 +60,15 @@ export async function promptIds(
     store.finish(idx, failed(END.tokens_unavailable, built.detail));
     return ENDED;
   }
-  if (built.kind !== "ok")
+  if (built.kind !== "ok") {
+    // Failed after its run paused: the hosts may be loading weights. It waits for the resume,
+    // as if the pause had come first, instead of counting against the host or the deadline.
+    if (rt.policy.paused && rt.policy.stale === null) {
+      store.generations.unsend(idx);
+      return QUEUED;
+    }
     return settle(rt, idx, built, { deadlineAt: attempt.deadlineAt, windowMs });
+  }
   // The exact count, known before sending: the host is never asked for what cannot fit.
   const needed = built.ids.length + request.sampling.max_completion_tokens;
   if (needed > request.max_context_tokens) {

@@ -41,6 +41,8 @@ export interface EpisodeRow {
   perTurnAdvantages: number[] | null;
   /** The host its generations go to; null before its first (src/fleet/routing.ts). */
   host: string | null;
+  /** Tokens its generations had produced when an interrupting pause aborted them, not kept. */
+  discardedTokens: number;
 }
 
 /** What the host counted of an episode so far. */
@@ -78,6 +80,7 @@ function toEpisode(r: Row): EpisodeRow {
     perTurnRewards: numbersOrNull(r.per_turn_rewards),
     perTurnAdvantages: numbersOrNull(r.per_turn_advantages),
     host: textOrNull(r.host),
+    discardedTokens: Number(r.discarded_tokens),
   };
 }
 
@@ -101,6 +104,7 @@ const UPDATABLE = [
   "perTurnRewards",
   "perTurnAdvantages",
   "host",
+  "discardedTokens",
 ] as const;
 
 /** An episode as `insert` writes it, and as the table's defaults fill it in. */
@@ -126,6 +130,7 @@ function newEpisode(idx: number, startedAt: number): EpisodeRow {
     perTurnRewards: null,
     perTurnAdvantages: null,
     host: null,
+    discardedTokens: 0,
   };
 }
 
@@ -229,6 +234,11 @@ export class EpisodesTable {
   /** Its generation was lost with an earlier instance of the object and goes out again. */
   redispatched(idx: number): void {
     this.change(idx, { redispatches: this.get(idx).redispatches + 1 });
+  }
+
+  /** An interrupting pause aborted its generation, which had produced `tokens`, not kept. */
+  discarded(idx: number, tokens: number): void {
+    this.change(idx, { discardedTokens: this.get(idx).discardedTokens + tokens });
   }
 
   rewarded(idx: number, reward: RewardResult): void {

@@ -110,6 +110,17 @@ export class GroupStorage {
     });
   }
 
+  /**
+   * An interrupting pause aborted the generation: it goes out again after the resume, and the
+   * `tokens` it had produced are counted as discarded.
+   */
+  recordInterrupt(idx: number, tokens: number): void {
+    this.db.transaction(() => {
+      this.generations.unsend(idx);
+      if (tokens > 0) this.episodes.discarded(idx, tokens);
+    });
+  }
+
   /** The host asked for a long wait: the generation sleeps in storage, woken by its timer. */
   parkGeneration(idx: number, retryAt: number, attempts: number): void {
     this.db.transaction(() => {

@@ -162,6 +162,13 @@ ALTER TABLE group_state ADD COLUMN host_failures TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE messages ADD COLUMN host TEXT;
 ALTER TABLE messages ADD COLUMN cached_tokens INTEGER;`;
 
+/**
+ * Version 4: interrupted weight syncs. Each episode counts the tokens its generations had
+ * produced when a pause with `interrupt` aborted them and were not kept.
+ */
+const INTERRUPTS = `
+ALTER TABLE episodes ADD COLUMN discarded_tokens INTEGER NOT NULL DEFAULT 0;`;
+
 const sql = (text: string) => (db: SqlStorage) => {
   db.exec(text);
 };
@@ -170,4 +177,5 @@ export const GROUP_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "the stores' tables of earlier deploys", up: sql(STORES_OF_EARLIER_DEPLOYS) },
   { version: 2, name: "timers keyed by kind and episode", up: sql(TYPED_TIMERS) },
   { version: 3, name: "hosts of a fleet: routing, answers, failures", up: sql(FLEET) },
+  { version: 4, name: "tokens discarded by interrupted generations", up: sql(INTERRUPTS) },
 ];
