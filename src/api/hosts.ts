@@ -5,7 +5,8 @@
  */
 import { Hono } from "hono";
 import { type HostsView, HostUpdateSchema } from "../fleet/hosts-wire";
-import { fleetScheduler } from "../rollout/bindings";
+import { askEach } from "../policy/fan-out";
+import { fleetScheduler, rolloutGroup } from "../rollout/bindings";
 import type { AuthVariables } from "./auth";
 import { ApiError } from "./errors";
 import { validated } from "./validated";
@@ -30,5 +31,10 @@ export const hostRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>(
         `url: "${body.url}" is not a host of the fleet (INFERENCE_BASE_URL or INFERENCE_HOSTS): ${known}`,
       );
     }
-    return c.json({ host });
+    if (body.interrupt !== true) return c.json({ host });
+    // The groups with episodes on it abort what they have in flight there, before the answer.
+    const interrupted = await askEach(await fleet.groupsOn(host.url), (groupId) =>
+      rolloutGroup(c.env, groupId).hostInterrupted(host.url),
+    );
+    return c.json({ host, in_flight_generations: interrupted.inFlight });
   });

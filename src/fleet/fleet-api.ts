@@ -82,5 +82,7 @@ export interface FleetApi {
     change: { paused?: boolean | undefined; policyVersion?: number | null | undefined },
   ): Promise<HostView | null>;
   hosts(): Promise<HostView[]>;
+  /** The groups with an episode on the host now (a rolling sync's interrupt tells them). */
+  groupsOn(url: string): Promise<string[]>;
   useHosts(hosts: readonly FleetHost[]): Promise<void>;
 }

@@ -240,6 +240,13 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
     return (await this.hosts()).find((h) => h.url === key) ?? null;
   }
 
+  async groupsOn(url: string): Promise<string[]> {
+    const key = url.replace(/\/+$/, "");
+    const groups = new Set<string>();
+    for (const permit of this.permits.values()) if (permit.host === key) groups.add(permit.group);
+    return [...groups];
+  }
+
   async hosts(): Promise<HostView[]> {
     let waiting = 0;
     for (const queue of this.waiting.values()) waiting += queue.length;

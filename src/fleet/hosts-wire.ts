@@ -7,6 +7,11 @@ export const HostUpdateSchema = z
     url: z.string().min(1),
     /** True: no new generations go to it (in-flight ones finish); false: it takes them again. */
     paused: z.boolean().optional(),
+    /**
+     * With `paused: true`: its generations in flight are aborted at once too, and sent again
+     * to another host (or to it once it is resumed), so its weight load waits for none of them.
+     */
+    interrupt: z.boolean().optional(),
     /** The policy version it serves now (after a weight sync); null: no longer declared. */
     policy_version: z
       .number()
@@ -19,6 +24,11 @@ export const HostUpdateSchema = z
   .refine((b) => b.paused !== undefined || b.policy_version !== undefined, {
     message: "say what changes: paused, policy_version, or both",
     path: ["paused"],
+  })
+  .refine((b) => b.interrupt !== true || b.paused === true, {
+    message:
+      "interrupt: only with paused: true (an interrupt is a pause that also aborts the host's generations in flight)",
+    path: ["interrupt"],
   });
 export type HostUpdate = z.infer<typeof HostUpdateSchema>;
 

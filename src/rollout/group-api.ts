@@ -20,6 +20,11 @@ export interface RolloutGroupApi {
    * version): each checks its host with the fleet scheduler before its next generation.
    */
   hostsChanged(): Promise<void>;
+  /**
+   * A rolling sync interrupts the host: the group's generations in flight there are aborted (and
+   * sent again elsewhere, or there once it is resumed). Answers those still in flight on it.
+   */
+  hostInterrupted(host: string): Promise<number>;
 }
 
 /**

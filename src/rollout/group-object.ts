@@ -94,21 +94,28 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    * run's generations go on, and a group now more than `max_lag` behind is cancelled.
    */
   async policyChanged(policy: KnownPolicy): Promise<number> {
-    if (!this.store.exists() || !this.policy.apply(policy)) return this.policy.inFlight;
+    if (!this.store.exists() || !this.policy.apply(policy)) return this.policy.flights.count();
     this.followPolicy();
     // A wake-up too: an instance that restarted while paused resumes without waiting for its
     // alarm, and a group cancelled with no driver left lands. Not awaited: the trainer's POST
     // does not wait for a landing.
     if (this.drivers.size === 0 && this.finishing === null) this.resume().catch(() => {});
-    return this.policy.inFlight;
+    return this.policy.flights.count();
   }
 
   async inFlightGenerations(): Promise<number> {
-    return this.policy.inFlight;
+    return this.policy.flights.count();
   }
 
   async hostsChanged(): Promise<void> {
     this.runtime?.generation.permits.recheck();
+  }
+
+  async hostInterrupted(host: string): Promise<number> {
+    // Each episode asks the fleet again first, so what the aborts send again avoids the host.
+    this.runtime?.generation.permits.recheck();
+    this.policy.flights.interrupt(host);
+    return this.policy.flights.count(host);
   }
 
   /**

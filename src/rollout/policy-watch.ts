@@ -5,6 +5,7 @@
  * so a restart keeps all of it; the gate and the signals are this instance's.
  */
 import type { KnownPolicy } from "../policy/known-policy";
+import { Flights } from "./generation/flights";
 import type { PolicyTable } from "./storage/policy";
 
 /** The lowest and highest version some turns were sent at; nulls when there are none. */
@@ -29,27 +30,14 @@ export function policySpan(
   return { min, max };
 }
 
-/** A generation on its way: what aborts it, and whether an interrupting pause did. */
-export interface Flight {
-  /** Aborted if the group is cancelled, or the run pauses with `interrupt`. */
-  signal: AbortSignal;
-  /** Whether an interrupting pause aborted it (so the turn goes out again after the resume). */
-  interrupted(): boolean;
-}
-
 export class PolicyWatch {
   private readonly cancel = new AbortController();
   /** Fires at the next pause or cancellation; renewed each time it fires. */
   private interrupts = new AbortController();
-  /** Aborts the generations in flight at the next interrupting pause; renewed each time. */
-  private flights = new AbortController();
-  /**
-   * Episodes whose generation is in flight (sent, not yet answered, not aborted), each with what
-   * detaches its abort from the group's signals once it is over.
-   */
-  private readonly flying = new Map<number, () => void>();
   /** Generations waiting for the run to resume, or for the group to be cancelled. */
   private waiters: (() => void)[] = [];
+  /** Its generations in flight, which a pause with `interrupt` aborts. */
+  readonly flights = new Flights();
 
   constructor(private readonly table: PolicyTable) {}
 
@@ -94,49 +82,10 @@ export class PolicyWatch {
   apply(policy: KnownPolicy): boolean {
     if (!this.table.apply(policy)) return false;
     if (policy.paused) {
-      if (policy.interrupt) this.abortFlights();
+      if (policy.interrupt) this.flights.interrupt();
       this.interrupt();
     } else this.wake();
     return true;
-  }
-
-  /** An episode's generation goes out; `landed` once it is over, however it ended. */
-  takeOff(idx: number): Flight {
-    const interrupt = this.flights.signal;
-    const cancel = this.signal;
-    // One controller per generation, listening to the group's two: a composite signal per
-    // call would stay attached to the group's long-lived one.
-    const abort = new AbortController();
-    const onCancel = () => abort.abort(cancel.reason);
-    const onInterrupt = () => abort.abort(interrupt.reason);
-    if (cancel.aborted) onCancel();
-    else if (interrupt.aborted) onInterrupt();
-    cancel.addEventListener("abort", onCancel, { once: true });
-    interrupt.addEventListener("abort", onInterrupt, { once: true });
-    this.flying.get(idx)?.();
-    this.flying.set(idx, () => {
-      cancel.removeEventListener("abort", onCancel);
-      interrupt.removeEventListener("abort", onInterrupt);
-    });
-    return { signal: abort.signal, interrupted: () => interrupt.aborted };
-  }
-
-  landed(idx: number): void {
-    this.flying.get(idx)?.();
-    this.flying.delete(idx);
-  }
-
-  /** Generations in flight: sent, not answered, and not aborted by an interrupting pause. */
-  get inFlight(): number {
-    return this.flying.size;
-  }
-
-  /** An interrupting pause: every generation in flight is aborted now. */
-  private abortFlights(): void {
-    this.flights.abort(new Error("interrupted: the run paused for a weight sync"));
-    this.flights = new AbortController();
-    for (const detach of this.flying.values()) detach();
-    this.flying.clear();
   }
 
   /** Cancels the group: its generations abort, and every waiting one is let go to end. */

@@ -219,6 +219,49 @@ describe("the fleet", () => {
     expect(rows.every((r) => r.policy_version === 5)).toBe(true);
   });
 
+  it("interrupts one host for a rolling sync: its generations are aborted at once and finish elsewhere, other hosts' go on", async () => {
+    const [synced, other] = [HOSTS[0] as string, HOSTS[1] as string];
+    const requestsOn = async (host: string) =>
+      ((await (await fetch(`${rootOf(host)}/sim/stats`)).json()) as { requests: number }).requests;
+    // About 1.2 s a generation (a token every 100 ms), inside the fleet tests' 3-s deadline.
+    const model = "sim+tag:rolling+trickle:100";
+    const first = await groupHomedOn(synced);
+    const second = await groupHomedOn(other);
+    const before = await requestsOn(synced);
+    const [a, b] = [
+      await start(first.key, "fleet-rolling", model),
+      await start(second.key, "fleet-rolling", model),
+    ];
+    await until(async () => (await requestsOn(synced)) >= before + 4, "4 generations on the host");
+    await new Promise((r) => setTimeout(r, 400));
+    const response = await setHost({ url: synced, paused: true, interrupt: true });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      host: { url: synced, state: "paused" },
+      in_flight_generations: 0,
+    });
+    const sentToSynced = await requestsOn(synced);
+    for (const id of [a, b]) expect((await waitForGroup(id)).status).toBe("landed");
+    // Nothing more went to the paused host; its group's episodes finished on the next one.
+    expect(await requestsOn(synced)).toBe(sentToSynced);
+    expect((await sampled(a)).every((r) => r.host === first.order[1])).toBe(true);
+    const discarded = (id: string) =>
+      d1<{ discarded_tokens: number }>(
+        "SELECT discarded_tokens FROM episodes WHERE group_id = ? ORDER BY idx",
+        id,
+      ).then((rows) => rows.map((r) => r.discarded_tokens));
+    expect((await discarded(a)).every((n) => n > 0)).toBe(true);
+    expect(await discarded(b)).toEqual([0, 0, 0, 0]);
+  });
+
+  it("refuses an interrupt without a pause", async () => {
+    const response = await setHost({ url: HOSTS[0], interrupt: true, policy_version: 3 });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
+      /interrupt: only with paused: true/,
+    );
+  });
+
   it("refuses a POST /v1/hosts for a host that is not in the fleet, or that changes nothing", async () => {
     const unknown = await setHost({ url: "http://elsewhere:8000/v1", paused: true });
     expect(unknown.status).toBe(404);

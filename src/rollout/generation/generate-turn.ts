@@ -20,13 +20,6 @@ import { recordAction } from "./record-action";
 import { type AttemptResult, CANCELLED, ENDED, type GenerationResult, QUEUED } from "./results";
 import { settle } from "./settle";
 
-/**
- * Streamed bodies one group object may hold whole at once, shared among its episodes: a
- * generation whose largest possible body fits its share is read whole (cheaper per turn), a
- * longer one is parsed as it arrives.
- */
-const GROUP_WHOLE_STREAM_BYTES = 16 * 2 ** 20;
-
 export async function generateTurn(
   rt: GroupRuntime,
   idx: number,
@@ -125,7 +118,7 @@ async function attempt(
   rt.policy.recordSend(idx, turn, grant.policyVersion);
   const wantsTokens = rt.generation.tokens.ask(store.tokens.mode(idx));
   const sentTo = grant.host;
-  const flight = rt.policy.takeOff(idx);
+  const flight = rt.policy.flights.takeOff(idx, grant.host, rt.policy.signal);
   const inProgress: { sofar: (() => PartialCompletion) | null } = { sofar: null };
   const outcome = await generate(
     { baseUrl: grant.host, apiKey: rt.generation.apiKey },
@@ -142,10 +135,6 @@ async function attempt(
       deadlineMs: Math.max(0, sending.deadlineAt - Date.now()),
       maxRetries: sending.retriesLeft,
       maxInlineBackoffMs: INLINE_BACKOFF_MS,
-      // A run whose trainer sets its policy may interrupt a generation to sync weights: read
-      // as it arrives, so an abort knows what it cut.
-      wholeStreamBytes:
-        rt.policy.known() === null ? Math.floor(GROUP_WHOLE_STREAM_BYTES / request.group_size) : 0,
       inProgress,
       retryWithoutTokens: rt.generation.tokens.retryWithout,
       // A group cancelled as stale aborts its generations in flight (the driver ends them),
@@ -154,6 +143,7 @@ async function attempt(
       sessionId: episodeId(spec.groupId, idx),
       elsewhere: failover(rt, idx, (next) => {
         grant = next;
+        flight.movedTo(next.host);
       }),
     },
   )
@@ -161,7 +151,7 @@ async function attempt(
       if (!flight.interrupted() || rt.policy.stale !== null) throw error;
       return INTERRUPTED;
     })
-    .finally(() => rt.policy.landed(idx));
+    .finally(() => rt.policy.flights.landed(idx));
   // Whatever came back once an interrupting pause aborted the call, short of an answer, is the
   // interrupt's doing (a host failure being reported when it came): not a timeout or a failure.
   if (

@@ -1,0 +1,75 @@
+/**
+ * A group's generations in flight: each sent, not yet answered, and abortable on its own. A
+ * weight sync interrupts them, all of the run's at once (a pause with `interrupt`) or those on
+ * one host (a rolling sync); a group cancelled as stale aborts them through its own signal.
+ */
+
+/** A generation on its way: what aborts it, and whether an interrupt did. */
+export interface Flight {
+  /** Aborted if the group is cancelled, or an interrupt reaches it. */
+  signal: AbortSignal;
+  /** Whether an interrupt aborted it (so the turn goes out again, not a failure). */
+  interrupted(): boolean;
+  /** The call moved to another host (a failure there): a host's interrupt follows it. */
+  movedTo(host: string): void;
+}
+
+interface InFlight {
+  host: string;
+  abort: AbortController;
+  interrupted: boolean;
+  /** Detaches its abort from the group's cancellation once it is over. */
+  detach: () => void;
+}
+
+export class Flights {
+  private readonly flying = new Map<number, InFlight>();
+
+  /** An episode's generation goes out to `host`; `landed` once it is over, however it ended. */
+  takeOff(idx: number, host: string, cancel: AbortSignal): Flight {
+    this.landed(idx);
+    // One controller per generation, listening to the group's cancellation: a composite
+    // signal made per call would stay attached to the group's long-lived one.
+    const abort = new AbortController();
+    const onCancel = () => abort.abort(cancel.reason);
+    if (cancel.aborted) onCancel();
+    else cancel.addEventListener("abort", onCancel, { once: true });
+    const flight: InFlight = {
+      host,
+      abort,
+      interrupted: false,
+      detach: () => cancel.removeEventListener("abort", onCancel),
+    };
+    this.flying.set(idx, flight);
+    return {
+      signal: abort.signal,
+      interrupted: () => flight.interrupted,
+      movedTo: (to) => {
+        flight.host = to;
+      },
+    };
+  }
+
+  landed(idx: number): void {
+    this.flying.get(idx)?.detach();
+    this.flying.delete(idx);
+  }
+
+  /** Interrupts every generation in flight (`host` given: only those on it). */
+  interrupt(host: string | null = null): void {
+    for (const [idx, flight] of this.flying) {
+      if (host !== null && flight.host !== host) continue;
+      flight.interrupted = true;
+      flight.abort.abort(new Error("interrupted for a weight sync"));
+      this.landed(idx);
+    }
+  }
+
+  /** Generations in flight (`host` given: on it), not counting those an interrupt aborted. */
+  count(host: string | null = null): number {
+    if (host === null) return this.flying.size;
+    let n = 0;
+    for (const flight of this.flying.values()) if (flight.host === host) n++;
+    return n;
+  }
+}
