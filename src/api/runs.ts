@@ -1,7 +1,13 @@
 /** A run's progress at a glance, and its policy: what the trainer says it is training now. */
 import { Hono } from "hono";
 import { runPacing, runProgress } from "../db/queries";
-import { readRunPolicy, runningGroupIds, setRunPolicy } from "../db/run-policies";
+import {
+  markIdle,
+  readRunPolicy,
+  recordSync,
+  runningGroupIds,
+  setRunPolicy,
+} from "../db/run-policies";
 import { askEach, pushToRunningGroups } from "../policy/fan-out";
 import { knownPolicy } from "../policy/known-policy";
 import { PolicyRequestSchema } from "../policy/policy-wire";
@@ -31,6 +37,7 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
     const asked = await askEach(running, (groupId) =>
       rolloutGroup(c.env, groupId).inFlightGenerations(),
     );
+    if (policy?.paused === true && asked.inFlight === 0) await markIdle(c.env.DB, id);
     return c.json(runProgressView(id, progress, pacing, policy, asked.inFlight));
   })
   .get("/runs/:id/policy", async (c) => {
@@ -68,5 +75,6 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
     const pushed = await pushToRunningGroups(c.env.DB, id, (groupId) =>
       rolloutGroup(c.env, groupId).policyChanged(known),
     );
+    if (body.paused === true) await recordSync(c.env.DB, set.policy, pushed.inFlight);
     return c.json(policySetView(set.policy, pushed));
   });

@@ -80,3 +80,36 @@ export async function setRunPolicy(
   // The database's count, not ours: a concurrent update may have come between.
   return { ok: true, policy: { ...next, revision: written.revision } };
 }
+
+/**
+ * A pause the trainer asked for (a weight sync), with what its answer still had in flight: idle
+ * at once when that was none. A second pause at the same revision changes nothing.
+ */
+export async function recordSync(
+  db: D1Database,
+  policy: RunPolicy,
+  inFlight: number | null,
+): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO policy_syncs (run_id, revision, interrupt, paused_at, in_flight_at_answer, idle_at)
+       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    )
+    .bind(
+      policy.runId,
+      policy.revision,
+      policy.interrupt ? 1 : 0,
+      policy.updatedAt,
+      inFlight,
+      inFlight === 0 ? new Date().toISOString() : null,
+    )
+    .run();
+}
+
+/** The run was seen with nothing in flight while paused: its open syncs are idle from now. */
+export async function markIdle(db: D1Database, runId: string): Promise<void> {
+  await db
+    .prepare("UPDATE policy_syncs SET idle_at = ? WHERE run_id = ? AND idle_at IS NULL")
+    .bind(new Date().toISOString(), runId)
+    .run();
+}

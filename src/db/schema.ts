@@ -265,3 +265,27 @@ export const runPolicies = sqliteTable("run_policies", {
   /** The principal (token digest prefix) that set it. */
   updatedBy: text("updated_by"),
 });
+
+/**
+ * Each pause of a run (a weight sync) its trainer asked for: whether it interrupted the
+ * generations in flight, and when the run was first seen with none in flight. `idle_at` minus
+ * `paused_at` is the sync's stall: the time the hosts waited before they could load weights.
+ */
+export const policySyncs = sqliteTable(
+  "policy_syncs",
+  {
+    runId: text("run_id").notNull(),
+    /** The run policy's revision that paused it. */
+    revision: integer("revision").notNull(),
+    interrupt: integer("interrupt", { mode: "boolean" }).notNull(),
+    pausedAt: text("paused_at").notNull(),
+    /** The generations the pause's answer still had in flight; null if some group was not told. */
+    inFlightAtAnswer: integer("in_flight_at_answer"),
+    /**
+     * When the run was first seen with nothing in flight: the answer itself when it had none,
+     * else the first GET /v1/runs/:id that counted 0 (the clients' waitIdle polls it).
+     */
+    idleAt: text("idle_at"),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.revision] })],
+);

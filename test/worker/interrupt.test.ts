@@ -120,6 +120,50 @@ describe("a pause with interrupt", () => {
     expect(await simulatorRequests(model)).toBe(turns + 2);
   });
 
+  it("records each sync's stall: a hold's lasts until its generations end, an interrupt's until its aborts are sent", async () => {
+    const [held, cut] = [`int-hold-${crypto.randomUUID()}`, `int-cut-${crypto.randomUUID()}`];
+    for (const run of [held, cut]) {
+      await setPolicy(run, { version: 0 });
+      await startGroup(group(run, slow(run)));
+    }
+    await until(
+      async () => (await inFlight(held)) === 2 && (await inFlight(cut)) === 2,
+      "4 in flight",
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    const hold = await setPolicy(held, { version: 1, paused: true });
+    const interrupt = await setPolicy(cut, { version: 1, paused: true, interrupt: true });
+    // The hold answers with its generations still streaming; the interrupt with none.
+    expect([hold.in_flight_generations, interrupt.in_flight_generations]).toEqual([2, 0]);
+    const sync = async (run: string) =>
+      (
+        await d1<{ interrupt: number; in_flight_at_answer: number; idle_at: string | null }>(
+          "SELECT interrupt, in_flight_at_answer, idle_at FROM policy_syncs WHERE run_id = ?",
+          run,
+        )
+      )[0];
+    expect(await sync(held)).toMatchObject({ interrupt: 0, in_flight_at_answer: 2, idle_at: null });
+    expect(await sync(cut)).toMatchObject({ interrupt: 1, in_flight_at_answer: 0 });
+    expect((await sync(cut))?.idle_at).not.toBeNull();
+    // The trainer waits for idle (what waitIdle does): the hold's stall ends when its
+    // generations do, seen by the GET that counts 0.
+    await until(async () => (await inFlight(held)) === 0, "the held run idle");
+    expect((await sync(held))?.idle_at).not.toBeNull();
+    const [heldStall, cutStall] = await Promise.all(
+      [held, cut].map(async (run) => {
+        const [row] = await d1<{ syncs: number; interrupted: number; stall_ms_max: number }>(
+          "SELECT syncs, interrupted, stall_ms_max FROM run_syncs WHERE run_id = ?",
+          run,
+        );
+        return row;
+      }),
+    );
+    expect(heldStall).toMatchObject({ syncs: 1, interrupted: 0 });
+    expect(cutStall).toMatchObject({ syncs: 1, interrupted: 1 });
+    expect(cutStall?.stall_ms_max).toBeLessThan(heldStall?.stall_ms_max ?? 0);
+    for (const run of [held, cut]) await setPolicy(run, { version: 1, paused: false });
+  });
+
   it("is refused without a pause, naming the field", async () => {
     const response = await postPolicy(`int-refused-${crypto.randomUUID()}`, {
       version: 1,
