@@ -141,7 +141,24 @@ function rows(r: Results): Row[] {
       figure(r, "fleet_throughput_ratio"),
       atLeast(1.5),
     ],
+    [
+      "Weight sync: stall interrupted / held, same point of the generations",
+      figure(r, "sync_stall_ratio"),
+      atMost(0.01),
+      4,
+    ],
   ];
+}
+
+/** The weight sync's stalls: p50 and p99 over the repeats, held and interrupted. */
+function syncStallRows(r: Results): string {
+  const { hold, interrupt } = r.sync_stall_ms;
+  const ms = (v: number | null) => (v === null ? "—" : fmt(v, 0));
+  const met = interrupt.p99 === null ? "" : interrupt.p99 <= 500 ? "yes" : "**no**";
+  return [
+    `| Weight sync stall, held: p50 / p99 (ms, pause to nothing in flight) | ${ms(hold.p50)} / ${ms(hold.p99)} | — | |`,
+    `| … interrupted: p50 / p99 (ms) | ${ms(interrupt.p50)} / ${ms(interrupt.p99)} | ≤ 500 | ${met} |`,
+  ].join("\n");
 }
 
 export function printTable(r: Results): void {
@@ -237,6 +254,7 @@ ${rows(r)
   .join("\n")}
 | Token bytes per token (R2 object / tokens held; bytes, the same every run) | ${fmt(r.token_bytes_per_token)} | ≤ 10 | ${r.token_bytes_per_token <= 10 ? "yes" : "**no**"} |
 | Episodes lost when a fleet host is killed mid-run (a count, of ${r.failover_episodes ?? "—"}) | ${r.failover_lost_episodes ?? "—"} | 0 | ${r.failover_lost_episodes === undefined ? "" : r.failover_lost_episodes === 0 ? "yes" : "**no**"} |
+${syncStallRows(r)}
 
 ## The pipeline against the floor, at each C
 
@@ -277,6 +295,7 @@ ${fleetSection(r)}
 - **Token-in**: the same marathon groups (8 turns, 256-token completions, same seeds, rotating order) with \`generation: "chat"\` and \`"tokens"\` (${d.tokenIn.groups} groups of 8, ${d.tokenIn.repeats} repeats): workerd CPU per turn, ${withSpread(figure(r, "token_in_cpu_ms_per_turn"))} against ${withSpread(figure(r, "chat_cpu_ms_per_turn"))} ms, and end-to-end turns per second with the simulator answering at once. A token-in turn makes two calls to the host (\`/tokenize\`, then \`/v1/completions\` with the prompt as ids) where a chat turn makes one.
 - **Teacher scoring**: the same token-in groups with \`algorithm: "opd"\` (the simulator's teacher scores each episode's sample with \`prompt_logprobs\`) over the token-in run without: the extra workerd CPU, and the extra wall time of the whole run, divided by the sampled tokens the teacher scored. The wall-time figure is a difference of two runs' durations and its spread shows how little of it is the teacher's.
 ${fleetFigures(r)}
+- **Weight sync**: ${d.sync.plan.groups} groups of 1 on one simulated host, each streaming a ${fmt(d.sync.plan.tokens, 0)}-token generation at ${fmt(d.sync.plan.tokensPerS, 0)} tokens a second; a random while into them (a fifth to four fifths of the way, seeded) the run is paused, then idle is awaited as a trainer's \`waitIdle\` does (GET /v1/runs/:id every 20 ms). The stall is the time from the pause's request to the first 0 in flight: held, the generations finish; interrupted (\`interrupt: true\`), they are aborted at once and sent again after the resume. Each repeat holds one run and interrupts another, alternating which goes first; the ratio pairs the two of a repeat. The interrupted generations had produced ${withSpread(figure(r, "interrupt_discarded_tokens"), 0)} tokens in all, dropped and counted in \`discarded_tokens\`.
 
 ## Growth with episode length
 

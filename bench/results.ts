@@ -15,8 +15,16 @@ import type { OverheadResult } from "./overhead";
 import type { RemoteStepResult } from "./remote-env";
 import { keysOf, type Repeated, repeated } from "./repeats";
 import { pointsAt, rssOverFloor, type Side, type SweepResult } from "./sweep";
+import type { SyncResult } from "./sync-stall";
 import type { TokenInResult } from "./token-in";
 import type { TokenCpuResult } from "./tokens";
+
+/** Nearest-rank p50 and p99 of some measurements. */
+function percentiles(values: readonly number[]): { p50: number | null; p99: number | null } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (p: number) => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? null;
+  return { p50: rank(0.5), p99: rank(0.99) };
+}
 
 export interface BenchReport {
   quick: boolean;
@@ -38,6 +46,8 @@ export interface BenchReport {
   tokenIn: TokenInResult;
   /** edgeroll's routing over simulated hosts against round robin and one big host. */
   fleet: FleetResult;
+  /** A weight sync's stall, held against interrupted. */
+  sync: SyncResult;
   machine: Machine;
   share: MachineShare;
 }
@@ -190,6 +200,14 @@ export function resultsJson(report: BenchReport) {
     ...keysOf("fleet_throughput_ratio", report.fleet.fleetThroughputRatio),
     ...keysOf("edgeroll_episodes_per_s", report.fleet.episodesPerS.edgeroll),
     ...keysOf("round_robin_episodes_per_s", report.fleet.episodesPerS.roundRobin),
+    // Each sync's stall (pause to nothing in flight): p50 and p99 over the repeats (with a
+    // handful of repeats, p99 is the largest).
+    sync_stall_ms: {
+      hold: percentiles(report.sync.holdStallMs.runs),
+      interrupt: percentiles(report.sync.interruptStallMs.runs),
+    },
+    ...keysOf("sync_stall_ratio", report.sync.stallRatio),
+    ...keysOf("interrupt_discarded_tokens", report.sync.discardedTokens),
     // Counts, not timings: a run that loses an episode has lost it.
     failover_lost_episodes: report.fleet.failoverLostEpisodes,
     failover_episodes: report.fleet.failoverEpisodes,
@@ -206,6 +224,7 @@ export function resultsJson(report: BenchReport) {
       remote: report.remote,
       tokenIn: report.tokenIn,
       fleet: report.fleet,
+      sync: report.sync,
     },
     machine: describeMachine(report.machine),
     machine_detail: report.machine,

@@ -18,6 +18,7 @@ import { fromRepeated, withSpread } from "./report-figures";
 import { resultsJson } from "./results";
 import { withBenchStack } from "./stack";
 import { measureSweep } from "./sweep";
+import { measureSyncStall } from "./sync-stall";
 import { measureTokenIn } from "./token-in";
 import { measureTokenCpu } from "./tokens";
 
@@ -32,6 +33,7 @@ const plan = quick
       remote: { groups: 4, repeats: 2 },
       tokenIn: { groups: 4, repeats: 1 },
       fleet: { hosts: 4, groups: 4, groupSize: 4, turns: 4, repeats: 1, kvBlocks: 20_000 },
+      sync: { groups: 4, tokens: 200, tokensPerS: 100, repeats: 1 },
     }
   : {
       overhead: { groups: 32, repeats: 6, warmUps: 2 },
@@ -42,6 +44,8 @@ const plan = quick
       remote: { groups: 16, repeats: 4 },
       tokenIn: { groups: 16, repeats: 3 },
       fleet: { hosts: 4, groups: 32, groupSize: 8, turns: 8, repeats: 3, kvBlocks: 20_000 },
+      // 20-s generations: 2,000 tokens at 100 a second.
+      sync: { groups: 32, tokens: 2000, tokensPerS: 100, repeats: 3 },
     };
 
 const started = Date.now();
@@ -113,6 +117,15 @@ say(
   `fleet: hit rate over one host's ${spread(fleet.fleetCacheHitRatio)} (round robin ${spread(fleet.roundRobinCacheHitRatio)}), balance ${spread(fleet.fleetBalance)}, episodes/s over round robin ${spread(fleet.fleetThroughputRatio)}, ${fleet.failoverLostEpisodes} of ${fleet.failoverEpisodes} lost to the killed host`,
 );
 
+const { sync: sp } = plan;
+say(
+  `weight sync: ${sp.groups} groups streaming ${sp.tokens / sp.tokensPerS}-s generations, paused a random while in, held and interrupted alternately, ${sp.repeats} repeat(s)`,
+);
+const sync = await measureSyncStall(plan.sync, say);
+say(
+  `weight sync: stall ${spread(sync.holdStallMs, 0)} ms held, ${spread(sync.interruptStallMs, 0)} ms interrupted (ratio ${spread(sync.stallRatio, 4)})`,
+);
+
 const results = resultsJson({
   quick,
   seconds: (Date.now() - started) / 1000,
@@ -122,6 +135,7 @@ const results = resultsJson({
   sweep,
   landing,
   fleet,
+  sync,
   machine,
   share: share.stop(),
 });

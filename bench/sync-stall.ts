@@ -1,0 +1,145 @@
+/**
+ * The weight-sync part: how long a sync keeps the hosts waiting before they may load weights,
+ * with a plain pause (the generations in flight finish) and with `interrupt` (aborted at once).
+ * Groups stream long generations (the simulator's `longTokens` at a set token rate); a random
+ * while into them the run is paused, and the stall is the time from the pause's request to the
+ * first GET /v1/runs/:id with nothing in flight, as a trainer's `waitIdle` sees it. Hold and
+ * interrupt alternate which goes first, each repeat a run of its own; also what the interrupted
+ * generations had produced and was dropped (`discarded_tokens`).
+ */
+import pMap from "p-map";
+import { withStack } from "../reliability/harness";
+import { EdgerollClient } from "../src/client/edgeroll-client";
+import { episodeId } from "../src/rollout/group-spec";
+import { type Simulator, startSimulator } from "../src/sim/server";
+import { alternated, type Repeated, repeated } from "./repeats";
+import { BENCH_MAX_INFLIGHT } from "./stack";
+
+export interface SyncPlan {
+  groups: number;
+  /** Tokens per generation, streamed at `tokensPerS`. */
+  tokens: number;
+  tokensPerS: number;
+  repeats: number;
+}
+
+export interface SyncResult {
+  /** Pause to nothing in flight, ms, per repeat. */
+  holdStallMs: Repeated;
+  interruptStallMs: Repeated;
+  /** Interrupt's stall over hold's, per repeat (the target is 1 % at most). */
+  stallRatio: Repeated;
+  /** Tokens the interrupted generations had produced and dropped, per repeat. */
+  discardedTokens: Repeated;
+  plan: SyncPlan;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One sync: the groups streaming, a pause a random while in, the stall until idle. */
+async function oneSync(
+  client: EdgerollClient,
+  sim: Simulator,
+  plan: SyncPlan,
+  runId: string,
+  interrupt: boolean,
+  random: () => number,
+): Promise<{ stallMs: number; discarded: number }> {
+  await client.setPolicy(runId, { version: 0 });
+  const before = sim.stats().requests;
+  const ids = await pMap(
+    Array.from({ length: plan.groups }, (_, g) => g),
+    async (g) =>
+      (
+        await client.startGroup({
+          env: "marathon",
+          example: { id: `${runId}-${g}`, input: "Go.", metadata: { turns: 1, reply_bytes: 20 } },
+          group_size: 1,
+          run_id: runId,
+          sampling: { model: "sim", seed: g + 1, max_completion_tokens: plan.tokens },
+        })
+      ).group_id,
+    { concurrency: 16 },
+  );
+  // Every generation streaming, then a random while into them (a trainer's step ends whenever).
+  while ((await client.getRun(runId)).in_flight_generations !== plan.groups) await sleep(50);
+  if (sim.stats().requests - before !== plan.groups) throw new Error("a generation was retried");
+  const generationMs = (plan.tokens / plan.tokensPerS) * 1000;
+  await sleep(generationMs * (0.2 + 0.6 * random()));
+  const pausedAt = Date.now();
+  await client.setPolicy(runId, { version: 1, paused: true, interrupt });
+  await client.waitIdle(runId, { intervalMs: 20, timeoutMs: generationMs * 3 });
+  const stallMs = Date.now() - pausedAt;
+  await client.setPolicy(runId, { version: 1, paused: false });
+  const groups = await Promise.all(
+    ids.map((id) => client.waitForGroup(id, { timeoutMs: generationMs * 4, intervalMs: 200 })),
+  );
+  const unfinished = groups.filter((g) => g.status !== "landed").length;
+  if (unfinished > 0) throw new Error(`${unfinished} groups of ${runId} did not land`);
+  const discarded = await Promise.all(
+    groups.map(async (g) => (await client.getEpisode(episodeId(g.group_id, 0))).discarded_tokens),
+  );
+  return { stallMs, discarded: discarded.reduce((a, n) => a + n, 0) };
+}
+
+export async function measureSyncStall(
+  plan: SyncPlan,
+  say: (line: string) => void = () => {},
+): Promise<SyncResult> {
+  const sim = await startSimulator({
+    longTokens: plan.tokens,
+    latency: { msPerToken: 1000 / plan.tokensPerS },
+  });
+  // Seeded, so reruns pause at the same points.
+  let seed = 7;
+  const random = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  try {
+    return await withStack(
+      { inferenceUrl: sim.url, vars: { MAX_INFLIGHT_GENERATIONS: String(BENCH_MAX_INFLIGHT) } },
+      async (stack) => {
+        const client = new EdgerollClient({
+          baseUrl: stack.apiUrl,
+          token: stack.tokens.admin,
+          attempts: 5,
+        });
+        const hold: number[] = [];
+        const cut: number[] = [];
+        const discarded: number[] = [];
+        for (let r = 0; r < plan.repeats; r++) {
+          const run = (interrupt: boolean) =>
+            oneSync(
+              client,
+              sim,
+              plan,
+              `sync-${r}-${interrupt ? "cut" : "hold"}`,
+              interrupt,
+              random,
+            );
+          const { a: held, b: interrupted } = await alternated(
+            r,
+            () => run(false),
+            () => run(true),
+          );
+          hold.push(held.stallMs);
+          cut.push(interrupted.stallMs);
+          discarded.push(interrupted.discarded);
+          say(
+            `sync, repeat ${r + 1}: stall ${held.stallMs} ms held, ${interrupted.stallMs} ms interrupted (${interrupted.discarded} tokens discarded)`,
+          );
+        }
+        return {
+          holdStallMs: repeated(hold),
+          interruptStallMs: repeated(cut),
+          stallRatio: repeated(cut.map((c, i) => c / (hold[i] ?? Number.NaN))),
+          discardedTokens: repeated(discarded),
+          plan,
+        };
+      },
+    );
+  } finally {
+    await sim.close();
+  }
+}
