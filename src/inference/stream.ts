@@ -167,6 +167,13 @@ function collector(wantTokens: boolean) {
   };
 }
 
+/** Parses a whole streamed body at once (read by the runtime, no JavaScript per chunk). */
+export function parseCompletionStream(text: string, wantTokens = false): Completion {
+  const events = collector(wantTokens);
+  events.feed(text);
+  return events.result();
+}
+
 /**
  * Reads server-sent events off the body as they arrive; a broken body fails here. `watch` is
  * handed a view of what has arrived so far, for whoever aborts the read to see what it cut.

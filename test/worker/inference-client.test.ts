@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type GenerationOutcome, generate } from "../../src/inference/client";
-import { readCompletionStream } from "../../src/inference/stream";
+import { parseCompletionStream, readCompletionStream } from "../../src/inference/stream";
 import type { ChatMessage } from "../../src/sdk";
 
 const messages: ChatMessage[] = [
@@ -18,6 +18,7 @@ function call(
     maxRetries?: number;
     maxTokens?: number;
     maxInlineBackoffMs?: number;
+    wholeStreamBytes?: number;
     tokens?: boolean;
   } = {},
 ): Promise<GenerationOutcome> {
@@ -36,12 +37,18 @@ function call(
       ...(options.maxInlineBackoffMs === undefined
         ? {}
         : { maxInlineBackoffMs: options.maxInlineBackoffMs }),
+      ...(options.wholeStreamBytes === undefined
+        ? {}
+        : { wholeStreamBytes: options.wholeStreamBytes }),
     },
   );
 }
 
-/** Streams are read as they arrive (an abort must know what it cut). */
-const STREAM_READS = [["as it arrives", {}]] as const;
+/** A stream read as it arrives (the default), and one read whole by the runtime. */
+const STREAM_READS = [
+  ["as it arrives", {}],
+  ["whole", { wholeStreamBytes: 1_000_000 }],
+] as const;
 
 describe("the inference client", () => {
   for (const stream of [true, false]) {
@@ -114,7 +121,7 @@ describe("the inference client", () => {
     });
   }
 
-  it("reassembles a completion from its chunks, and refuses one cut before it finished", async () => {
+  it("reassembles the same completion from a stream read whole or as it arrives", async () => {
     const chunk = (delta: object, extra: object = {}) =>
       `data: ${JSON.stringify({ choices: [{ index: 0, delta, ...extra }] })}\n\n`;
     const sse = [
@@ -128,15 +135,18 @@ describe("the inference client", () => {
       `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 7 } })}\n\n`,
       "data: [DONE]\n\n",
     ].join("");
-    const body = new Response(sse).body as ReadableStream<Uint8Array>;
-    expect(await readCompletionStream(body)).toMatchObject({
+    const whole = parseCompletionStream(sse);
+    expect(whole).toMatchObject({
       content: "Let me check.",
       finishReason: "tool_calls",
       toolCalls: [{ id: "call_1", function: { name: "look", arguments: '{"q": 1}' } }],
       usage: { promptTokens: 9, completionTokens: 7 },
     });
-    // Cut before it says how it finished: a malformed stream.
+    const body = new Response(sse).body as ReadableStream<Uint8Array>;
+    expect(await readCompletionStream(body)).toEqual(whole);
+    // Cut before it says how it finished: both ways, a malformed stream.
     const cut = sse.slice(0, sse.indexOf("check.") + 10);
+    expect(() => parseCompletionStream(cut)).toThrow(/ended before the completion finished/);
     const cutBody = new Response(cut).body as ReadableStream<Uint8Array>;
     await expect(readCompletionStream(cutBody)).rejects.toThrow(/ended before/);
   });
