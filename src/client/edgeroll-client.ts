@@ -118,6 +118,25 @@ export interface ClientOptions {
 /** Repeatable requests retry after 0.4 s, 0.8 s, ... up to 5 s. */
 const retryDelayMs = (attempt: number) => backoffDelayMs(attempt, { baseMs: 400, maxMs: 5000 });
 
+/**
+ * Reads until `done` says so, every `intervalMs`; past `timeoutMs` (ten minutes by default),
+ * throws what `stillWaiting` says of the last read.
+ */
+async function pollUntil<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  stillWaiting: (value: T) => string,
+  options: { intervalMs: number; timeoutMs?: number },
+): Promise<T> {
+  const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(stillWaiting(value));
+    await sleep(options.intervalMs);
+  }
+}
+
 export class EdgerollClient {
   private readonly baseUrl: string;
   private readonly fetch: typeof fetch;
@@ -232,13 +251,12 @@ export class EdgerollClient {
     groupId: string,
     options: { timeoutMs?: number; intervalMs?: number } = {},
   ): Promise<GroupView> {
-    const until = Date.now() + (options.timeoutMs ?? 600_000);
-    for (;;) {
-      const group = await this.getGroup(groupId);
-      if (group.status === "landed" || group.status === "failed") return group;
-      if (Date.now() > until) throw new Error(`group ${groupId} is still ${group.status}`);
-      await sleep(options.intervalMs ?? 500);
-    }
+    return pollUntil(
+      () => this.getGroup(groupId),
+      (group) => group.status === "landed" || group.status === "failed",
+      (group) => `group ${groupId} is still ${group.status}`,
+      { ...options, intervalMs: options.intervalMs ?? 500 },
+    );
   }
 
   /**
@@ -269,16 +287,12 @@ export class EdgerollClient {
     runId: string,
     options: { intervalMs?: number; timeoutMs?: number } = {},
   ): Promise<void> {
-    const deadline = Date.now() + (options.timeoutMs ?? 600_000);
-    for (;;) {
-      const run = await this.getRun(runId);
-      if (run.in_flight_generations === 0) return;
-      if (Date.now() >= deadline)
-        throw new Error(
-          `run "${runId}" still has ${run.in_flight_generations} generations in flight`,
-        );
-      await sleep(options.intervalMs ?? 200);
-    }
+    await pollUntil(
+      () => this.getRun(runId),
+      (run) => run.in_flight_generations === 0,
+      (run) => `run "${runId}" still has ${run.in_flight_generations} generations in flight`,
+      { ...options, intervalMs: options.intervalMs ?? 200 },
+    );
   }
 
   getPolicy(runId: string): Promise<RunPolicyView> {

@@ -113,7 +113,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
 
   async hostInterrupted(host: string): Promise<number> {
     // Each episode asks the fleet again first, so what the aborts send again avoids the host.
-    this.runtime?.generation.permits.recheck();
+    await this.hostsChanged();
     this.policy.flights.interrupt(host);
     return this.policy.flights.count(host);
   }
