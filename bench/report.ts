@@ -147,6 +147,19 @@ function rows(r: Results): Row[] {
       atMost(0.01),
       4,
     ],
+    [
+      "Busy fleet: host time generating outside weight loads, interrupted syncs",
+      figure(r, "fleet_busy_fraction_interrupt"),
+      atLeast(0.95),
+      3,
+    ],
+    ["… held syncs", figure(r, "fleet_busy_fraction_hold"), null, 3],
+    [
+      "Weight sync: tokens lost at an interrupt (streamed, neither kept nor counted), token-in",
+      figure(r, "interrupt_tokens_lost"),
+      atMost(0),
+      0,
+    ],
   ];
 }
 
@@ -295,7 +308,8 @@ ${fleetSection(r)}
 - **Token-in**: the same marathon groups (8 turns, 256-token completions, same seeds, rotating order) with \`generation: "chat"\` and \`"tokens"\` (${d.tokenIn.groups} groups of 8, ${d.tokenIn.repeats} repeats): workerd CPU per turn, ${withSpread(figure(r, "token_in_cpu_ms_per_turn"))} against ${withSpread(figure(r, "chat_cpu_ms_per_turn"))} ms, and end-to-end turns per second with the simulator answering at once. A token-in turn makes two calls to the host (\`/tokenize\`, then \`/v1/completions\` with the prompt as ids) where a chat turn makes one.
 - **Teacher scoring**: the same token-in groups with \`algorithm: "opd"\` (the simulator's teacher scores each episode's sample with \`prompt_logprobs\`) over the token-in run without: the extra workerd CPU, and the extra wall time of the whole run, divided by the sampled tokens the teacher scored. The wall-time figure is a difference of two runs' durations and its spread shows how little of it is the teacher's.
 ${fleetFigures(r)}
-- **Weight sync**: ${d.sync.plan.groups} groups of 1 on one simulated host, each streaming a ${fmt(d.sync.plan.tokens, 0)}-token generation at ${fmt(d.sync.plan.tokensPerS, 0)} tokens a second; a random while into them (a fifth to four fifths of the way, seeded) the run is paused, then idle is awaited as a trainer's \`waitIdle\` does (GET /v1/runs/:id every 20 ms). The stall is the time from the pause's request to the first 0 in flight: held, the generations finish; interrupted (\`interrupt: true\`), they are aborted at once and sent again after the resume. Each repeat holds one run and interrupts another, alternating which goes first; the ratio pairs the two of a repeat. The interrupted generations had produced ${withSpread(figure(r, "interrupt_discarded_tokens"), 0)} tokens in all, dropped and counted in \`discarded_tokens\`.
+- **Weight sync**: ${d.sync.plan.groups} groups of 1 on one simulated host, each streaming a ${fmt(d.sync.plan.tokens, 0)}-token generation at ${fmt(d.sync.plan.tokensPerS, 0)} tokens a second; a random while into them (a fifth to four fifths of the way, seeded) the run is paused, then idle is awaited as a trainer's \`waitIdle\` does (GET /v1/runs/:id every 20 ms). The stall is the time from the pause's request to the first 0 in flight: held, the generations finish; interrupted (\`interrupt: true\`), they are aborted at once and sent again after the resume. Each repeat holds one run and interrupts another, alternating which goes first; the ratio pairs the two of a repeat. The groups generate from token ids (\`generation: "tokens"\`): the interrupted generations kept ${withSpread(figure(r, "interrupt_kept_tokens"), 0)} tokens in all and continued from them after the resume, and dropped ${withSpread(figure(r, "interrupt_discarded_tokens"), 0)}. Lost tokens are those the simulator streamed to an aborted request (it counts what it sent before it saw the close) that edgeroll neither kept nor counted as discarded.
+- **Busy fleet**: an asynchronous training loop of ${d.busy.plan.steps} steps on ${d.busy.plan.hosts} simulated hosts. A producer keeps ${d.busy.plan.inFlightGroups} token-in groups of ${d.busy.plan.groupSize} in flight, each generation drawing its length from a fifth of ${fmt(d.busy.plan.tokens, 0)} tokens to all of them, at ${fmt(d.busy.plan.tokensPerS, 0)} tokens a second. Each step the trainer waits for ${d.busy.plan.groupsPerStep} more groups to land, pauses the run (held, or with \`interrupt\`), waits for idle, loads weights for ${fmt(d.busy.plan.loadMs, 0)} ms and resumes at the next version. The figure is the hosts' busy time (at least one generation running, as each simulator counts it) over the host-seconds outside the loads; 1 is the physical limit. Held and interrupted loops alternate which goes first. The mean stall a step was ${withSpread(figure(r, "busy_stall_ms_hold"), 0)} ms held and ${withSpread(figure(r, "busy_stall_ms_interrupt"), 0)} ms interrupted.
 
 ## Growth with episode length
 

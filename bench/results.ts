@@ -5,6 +5,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
+import type { BusyResult } from "./busy-fleet";
 import type { FleetResult } from "./fleet";
 import type { GrowthResult } from "./growth";
 import type { IdealPoint } from "./ideal";
@@ -48,6 +49,8 @@ export interface BenchReport {
   fleet: FleetResult;
   /** A weight sync's stall, held against interrupted. */
   sync: SyncResult;
+  /** The hosts' busy share over an asynchronous training loop, held against interrupted. */
+  busy: BusyResult;
   machine: Machine;
   share: MachineShare;
 }
@@ -208,6 +211,13 @@ export function resultsJson(report: BenchReport) {
     },
     ...keysOf("sync_stall_ratio", report.sync.stallRatio),
     ...keysOf("interrupt_discarded_tokens", report.sync.discardedTokens),
+    ...keysOf("interrupt_kept_tokens", report.sync.keptTokens),
+    ...keysOf("interrupt_tokens_lost", report.sync.lostTokens),
+    fleet_busy_fraction: { hold: report.busy.hold.median, interrupt: report.busy.interrupt.median },
+    ...keysOf("fleet_busy_fraction_hold", report.busy.hold),
+    ...keysOf("fleet_busy_fraction_interrupt", report.busy.interrupt),
+    ...keysOf("busy_stall_ms_hold", report.busy.holdStallMs),
+    ...keysOf("busy_stall_ms_interrupt", report.busy.interruptStallMs),
     // Counts, not timings: a run that loses an episode has lost it.
     failover_lost_episodes: report.fleet.failoverLostEpisodes,
     failover_episodes: report.fleet.failoverEpisodes,
@@ -225,6 +235,7 @@ export function resultsJson(report: BenchReport) {
       tokenIn: report.tokenIn,
       fleet: report.fleet,
       sync: report.sync,
+      busy: report.busy,
     },
     machine: describeMachine(report.machine),
     machine_detail: report.machine,

@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { measureBusyFleet } from "./busy-fleet";
 import { measureFleet } from "./fleet";
 import { measureGrowth } from "./growth";
 import { measureLanding } from "./landing";
@@ -34,6 +35,17 @@ const plan = quick
       tokenIn: { groups: 4, repeats: 1 },
       fleet: { hosts: 4, groups: 4, groupSize: 4, turns: 4, repeats: 1, kvBlocks: 20_000 },
       sync: { groups: 4, tokens: 200, tokensPerS: 100, repeats: 1 },
+      busy: {
+        hosts: 4,
+        steps: 2,
+        groupsPerStep: 4,
+        inFlightGroups: 4,
+        groupSize: 2,
+        tokens: 100,
+        tokensPerS: 100,
+        loadMs: 200,
+        repeats: 1,
+      },
     }
   : {
       overhead: { groups: 32, repeats: 6, warmUps: 2 },
@@ -46,6 +58,18 @@ const plan = quick
       fleet: { hosts: 4, groups: 32, groupSize: 8, turns: 8, repeats: 3, kvBlocks: 20_000 },
       // 20-s generations: 2,000 tokens at 100 a second.
       sync: { groups: 32, tokens: 2000, tokensPerS: 100, repeats: 3 },
+      // 20 steps on 4 hosts; generations of 1.2 to 6 s (up to 600 tokens at 100 a second).
+      busy: {
+        hosts: 4,
+        steps: 20,
+        groupsPerStep: 16,
+        inFlightGroups: 16,
+        groupSize: 4,
+        tokens: 600,
+        tokensPerS: 100,
+        loadMs: 500,
+        repeats: 2,
+      },
     };
 
 const started = Date.now();
@@ -126,6 +150,13 @@ say(
   `weight sync: stall ${spread(sync.holdStallMs, 0)} ms held, ${spread(sync.interruptStallMs, 0)} ms interrupted (ratio ${spread(sync.stallRatio, 4)})`,
 );
 
+const { busy: bp } = plan;
+say(
+  `busy fleet: ${bp.steps} training steps on ${bp.hosts} simulated hosts, ${bp.inFlightGroups} groups of ${bp.groupSize} in flight, a ${bp.loadMs}-ms weight load each step, held and interrupted alternately, ${bp.repeats} repeat(s)`,
+);
+const busy = await measureBusyFleet(plan.busy, say);
+say(`busy fleet: ${spread(busy.hold, 3)} held, ${spread(busy.interrupt, 3)} interrupted`);
+
 const results = resultsJson({
   quick,
   seconds: (Date.now() - started) / 1000,
@@ -136,6 +167,7 @@ const results = resultsJson({
   landing,
   fleet,
   sync,
+  busy,
   machine,
   share: share.stop(),
 });

@@ -4,8 +4,11 @@
  * Groups stream long generations (the simulator's `longTokens` at a set token rate); a random
  * while into them the run is paused, and the stall is the time from the pause's request to the
  * first GET /v1/runs/:id with nothing in flight, as a trainer's `waitIdle` sees it. Hold and
- * interrupt alternate which goes first, each repeat a run of its own; also what the interrupted
- * generations had produced and was dropped (`discarded_tokens`).
+ * interrupt alternate which goes first, each repeat a run of its own. The groups generate from
+ * token ids (`generation: "tokens"`), so an interrupted turn keeps what it had received and goes
+ * on from it: what was kept (`kept_tokens`), what was dropped (`discarded_tokens`, 0 unless a row
+ * could not hold them), and what was lost — tokens the host streamed to an aborted request that
+ * edgeroll did not keep (the simulator counts what it sent before it saw the close).
  */
 import pMap from "p-map";
 import { withStack } from "../reliability/harness";
@@ -31,6 +34,10 @@ export interface SyncResult {
   stallRatio: Repeated;
   /** Tokens the interrupted generations had produced and dropped, per repeat. */
   discardedTokens: Repeated;
+  /** Tokens the interrupted generations had received and kept, continued after the resume. */
+  keptTokens: Repeated;
+  /** Tokens streamed to the aborted requests and neither kept nor counted as discarded. */
+  lostTokens: Repeated;
   plan: SyncPlan;
 }
 
@@ -44,9 +51,10 @@ async function oneSync(
   runId: string,
   interrupt: boolean,
   random: () => number,
-): Promise<{ stallMs: number; discarded: number }> {
+): Promise<{ stallMs: number; discarded: number; kept: number; lost: number }> {
   await client.setPolicy(runId, { version: 0 });
   const before = sim.stats().requests;
+  const abandonedBefore = sim.stats().abandonedTokens;
   const ids = await pMap(
     Array.from({ length: plan.groups }, (_, g) => g),
     async (g) =>
@@ -56,6 +64,7 @@ async function oneSync(
           example: { id: `${runId}-${g}`, input: "Go.", metadata: { turns: 1, reply_bytes: 20 } },
           group_size: 1,
           run_id: runId,
+          generation: "tokens",
           sampling: { model: "sim", seed: g + 1, max_completion_tokens: plan.tokens },
         })
       ).group_id,
@@ -76,10 +85,14 @@ async function oneSync(
   );
   const unfinished = groups.filter((g) => g.status !== "landed").length;
   if (unfinished > 0) throw new Error(`${unfinished} groups of ${runId} did not land`);
-  const discarded = await Promise.all(
-    groups.map(async (g) => (await client.getEpisode(episodeId(g.group_id, 0))).discarded_tokens),
+  const episodes = await Promise.all(
+    groups.map((g) => client.getEpisode(episodeId(g.group_id, 0))),
   );
-  return { stallMs, discarded: discarded.reduce((a, n) => a + n, 0) };
+  const sum = (values: number[]) => values.reduce((a, n) => a + n, 0);
+  const discarded = sum(episodes.map((e) => e.discarded_tokens));
+  const kept = sum(episodes.map((e) => e.kept_tokens));
+  const abandoned = sim.stats().abandonedTokens - abandonedBefore;
+  return { stallMs, discarded, kept, lost: abandoned - kept - discarded };
 }
 
 export async function measureSyncStall(
@@ -108,6 +121,8 @@ export async function measureSyncStall(
         const hold: number[] = [];
         const cut: number[] = [];
         const discarded: number[] = [];
+        const kept: number[] = [];
+        const lost: number[] = [];
         for (let r = 0; r < plan.repeats; r++) {
           const run = (interrupt: boolean) =>
             oneSync(
@@ -126,8 +141,10 @@ export async function measureSyncStall(
           hold.push(held.stallMs);
           cut.push(interrupted.stallMs);
           discarded.push(interrupted.discarded);
+          kept.push(interrupted.kept);
+          lost.push(interrupted.lost);
           say(
-            `sync, repeat ${r + 1}: stall ${held.stallMs} ms held, ${interrupted.stallMs} ms interrupted (${interrupted.discarded} tokens discarded)`,
+            `sync, repeat ${r + 1}: stall ${held.stallMs} ms held, ${interrupted.stallMs} ms interrupted (${interrupted.kept} tokens kept, ${interrupted.discarded} discarded, ${interrupted.lost} lost)`,
           );
         }
         return {
@@ -135,6 +152,8 @@ export async function measureSyncStall(
           interruptStallMs: repeated(cut),
           stallRatio: repeated(cut.map((c, i) => c / (hold[i] ?? Number.NaN))),
           discardedTokens: repeated(discarded),
+          keptTokens: repeated(kept),
+          lostTokens: repeated(lost),
           plan,
         };
       },

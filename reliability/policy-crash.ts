@@ -9,6 +9,10 @@
  * - A pause: groups start in a paused run, the process is killed while they wait, and they keep
  *   waiting past a generation deadline after the restart; resumed, every episode must complete,
  *   with no request reaching the host before the resume.
+ * - An interrupted sync of token-in groups: the process is killed right after the interrupt's
+ *   answer, and again while the continuations stream. Every token the aborted generations had
+ *   received must be kept (none lost, none duplicated), and every continuation must start from
+ *   exactly the kept tokens, with an exact sample.
  *
  * Writes reliability/results/policy-crash.json and docs/reliability.md.
  */
@@ -22,8 +26,11 @@ import { apiTokensVar, localTokens } from "../src/cli/local-tokens";
 import { freePort } from "../src/cli/ports";
 import { runSql } from "../src/cli/sql";
 import { EdgerollClient, type GroupView } from "../src/client/edgeroll-client";
+import { SamplingSchema } from "../src/rollout/group-spec";
 import { END } from "../src/rollout/outcomes";
+import type { RecordedAnswer } from "../src/sim/host-ledger";
 import { startSimulator } from "../src/sim/server";
+import { checkContinuations } from "./continuation-check";
 import { brokenTranscripts, countBy, flag, guessRequest, writeResult } from "./harness";
 import { renderReport } from "./report";
 import type { Row } from "./suites";
@@ -31,6 +38,7 @@ import type { Row } from "./suites";
 const short = flag("short");
 const WAVE = short ? 6 : 16;
 const PAUSED_GROUPS = short ? 4 : 8;
+const CUT_GROUPS = short ? 4 : 8;
 /** The generation deadline: a paused episode waits past it without timing out. */
 const DEADLINE_S = 5;
 
@@ -142,7 +150,59 @@ try {
   await client.setPolicy(pauseRun, { version: 1, paused: false });
   const resumed = await waitAll(held);
 
+  // An interrupted sync of token-in groups, a SIGKILL right after its answer, and another while
+  // the continuations stream (60-token generations at a token every 40 ms).
+  const cutRun = "policy-interrupt";
+  const cutModel = "sim+tag:interrupt+trickle:40+pad:60+record";
+  const cutExtra = { generation: "tokens" as const, tokens: "required" as const };
+  const cutRequest = (i: number) => guessRequest(cutRun, i, cutModel, cutExtra);
+  await client.setPolicy(cutRun, { version: 0 });
+  const cutIds = await pMap(
+    Array.from({ length: CUT_GROUPS }, (_, i) => i),
+    async (i) =>
+      (await client.startGroup(cutRequest(i), { idempotencyKey: `${cutRun}:${i}` })).group_id,
+    { concurrency: 8 },
+  );
+  while ((await client.getRun(cutRun)).in_flight_generations !== CUT_GROUPS * 4) await sleep(50);
+  await sleep(1000);
+  const abandonedBefore = simulator.stats().abandonedTokens;
+  const interrupted = await client.setPolicy(cutRun, { version: 1, paused: true, interrupt: true });
+  // The simulator sees each close within moments; what it streamed before is what was cut.
+  await sleep(300);
+  const streamedToCut = simulator.stats().abandonedTokens - abandonedBefore;
+  await killAndRestart();
+  await client.setPolicy(cutRun, { version: 1, paused: false });
+  await sleep(1000);
+  await killAndRestart();
+  const cutGroups = await waitAll(cutIds);
+  const cutEpisodes = cutGroups.flatMap((g) => g.episodes);
+  const keptOf = new Map<string, number>();
+  let discardedAtCut = 0;
+  for (const e of cutEpisodes) {
+    const view = await client.getEpisode(e.episode_id);
+    keptOf.set(e.episode_id, view.kept_tokens);
+    discardedAtCut += view.discarded_tokens;
+  }
+  const keptAtCut = [...keptOf.values()].reduce((a, n) => a + n, 0);
+  const simBase = simulator.url.replace(/\/v1$/, "");
+  const check = await checkContinuations(
+    await client.lease({
+      run_id: cutRun,
+      max_groups: CUT_GROUPS,
+      skip_uniform_groups: false,
+      include: ["tokens"],
+    }),
+    (exampleId) =>
+      SamplingSchema.parse(cutRequest(Number(exampleId.slice(cutRun.length + 1))).sampling),
+    async (id) => keptOf.get(id) ?? 0,
+    async (seed) =>
+      (await (
+        await fetch(`${simBase}/sim/answers?model=${encodeURIComponent(cutModel)}&seed=${seed}`)
+      ).json()) as RecordedAnswer,
+  );
+
   await stopProcessGroup(process_);
+  const cutRows = landed(cutRun);
   const bumpRows = landed(bumpRun);
   const pauseRows = landed(pauseRun);
   const spans = sql(
@@ -194,6 +254,27 @@ try {
       pauseRows.episodes === PAUSED_GROUPS * 4 &&
       pauseRows.duplicated === 0 &&
       pauseRows.broken === 0,
+  });
+  const lostAtCut = streamedToCut - keptAtCut - discardedAtCut;
+  rows.push({
+    fault:
+      "trainer: interrupted sync of token-in groups, SIGKILL after its answer and during the continuations",
+    tried: `${CUT_GROUPS} token-in groups of 4 streaming 60-token turns; 1 s in, a pause with interrupt to v1 (answered with ${interrupted.in_flight_generations} in flight), SIGKILL, restart, resume, SIGKILL 1 s into the continuations, restart`,
+    outcome: `${describeEnds(cutGroups)}; ${streamedToCut} tokens streamed to the cut generations: ${keptAtCut} kept, ${discardedAtCut} discarded, ${lostAtCut} lost; ${check.exact} of ${check.continued} continued episodes started from exactly their kept tokens with an exact sample${check.problem === null ? "" : ` (${check.problem})`}; ${cutRows.groups}/${CUT_GROUPS} groups in D1`,
+    expected:
+      "every token the cut generations had received is kept, none lost or duplicated; every continuation, also one re-sent after the second kill, starts from exactly the kept tokens; all complete",
+    lost: lostAtCut + (CUT_GROUPS * 4 - cutRows.episodes),
+    duplicated: cutRows.duplicated,
+    ok:
+      cutEpisodes.every((e) => e.state === "completed") &&
+      check.continued > 0 &&
+      check.exact === check.continued &&
+      lostAtCut === 0 &&
+      discardedAtCut === 0 &&
+      cutRows.groups === CUT_GROUPS &&
+      cutRows.episodes === CUT_GROUPS * 4 &&
+      cutRows.duplicated === 0 &&
+      cutRows.broken === 0,
   });
   const seconds = (Date.now() - started) / 1000;
   writeResult("policy-crash", { date: new Date().toISOString(), short, seconds, rows });

@@ -30,7 +30,9 @@ def decode_sample(sample: dict[str, Any]) -> dict[str, Any]:
     `token_ids` is the sequence the host saw and produced, `mask` is 1 exactly on the tokens the
     policy sampled, `logprobs` the host's sampling logprob there (0 elsewhere), `advantages` the
     advantage each sampled token gets (0 elsewhere), and in a distilled group `teacher_logprobs`
-    the teacher's logprob there (0 elsewhere). With numpy, base64 arrays decode faster as
+    the teacher's logprob there (0 elsewhere). `policy_versions` is the policy version that
+    sampled each token (-1 where none did); absent from servers older than per-token versions,
+    and then absent here too. With numpy, base64 arrays decode faster as
     `np.frombuffer(base64.b64decode(s), "<i4")` (`"u1"` for the mask, `"<f4"` for the floats).
     """
     return {
@@ -39,6 +41,11 @@ def decode_sample(sample: dict[str, Any]) -> dict[str, Any]:
         "mask": _array("B", sample["mask"]),
         "logprobs": _array("f", sample["logprobs"]),
         "advantages": _array("f", sample["advantages"]),
+        **(
+            {"policy_versions": _array(_INT32, sample["policy_versions"])}
+            if "policy_versions" in sample
+            else {}
+        ),
         # On-policy distillation: the teacher's logprob of each sampled token (0 elsewhere).
         **(
             {"teacher_logprobs": _array("f", sample["teacher_logprobs"])}

@@ -6,12 +6,14 @@
  *   tokens before the first sampled one), `completion_ids` (the rest), `logprobs` (one per
  *   completion token, 0.0 where the environment's tokens sit) and `env_mask` (1 on tokens the
  *   model sampled, 0 on the environment's), plus the episode's reward and advantage, and in a
- *   distilled group `teacher_logprobs` aligned with `completion_ids`.
+ *   distilled group `teacher_logprobs` aligned with `completion_ids`, and `policy_versions`
+ *   aligned with them too (the version that sampled each token, -1 on the environment's).
  * - `atropos`: one Atropos `ScoredDataGroup` per rollout group: `tokens`, `masks` (the token id
  *   where it is trained, -100 elsewhere), `scores` (the episode's reward, once per sequence),
  *   `inference_logprobs` (1.0 where masked, Atropos's placeholder) and per-token `advantages`;
  *   for a distilled group also `distill_token_ids` and `distill_logprobs` ([sequence][position]
  *   [k], k = 1: the sampled token and the teacher's logprob of it; empty where not trained).
+ *   Each sequence's `overrides` carry its episode, turns and per-token `policy_versions`.
  */
 
 export interface JsonSample {
@@ -22,6 +24,8 @@ export interface JsonSample {
   advantages: number[];
   /** On-policy distillation: the teacher's logprob of each sampled token, 0 elsewhere. */
   teacher_logprobs?: number[];
+  /** The version that sampled each token, -1 where none did. */
+  policy_versions: number[];
 }
 
 export interface SampledEpisode {
@@ -70,6 +74,7 @@ export function trlRows(e: SampledEpisode): object[] {
       logprobs: s.logprobs.slice(first),
       env_mask: s.mask.slice(first),
       ...(s.teacher_logprobs ? { teacher_logprobs: s.teacher_logprobs.slice(first) } : {}),
+      policy_versions: s.policy_versions.slice(first),
       ...identity(e),
       turns: s.turns,
     };
@@ -105,7 +110,11 @@ export function atroposGroup(episodes: readonly SampledEpisode[]): object | null
     ref_logprobs: null,
     messages: null,
     generation_params: null,
-    overrides: sequences.map(({ e, s }) => ({ episode_id: e.episode_id, turns: s.turns })),
+    overrides: sequences.map(({ e, s }) => ({
+      episode_id: e.episode_id,
+      turns: s.turns,
+      policy_versions: s.policy_versions,
+    })),
     group_overrides: { group_id: scored[0]?.group_id, group_size: sequences.length },
     images: null,
   };

@@ -135,6 +135,12 @@ export const episodes = sqliteTable(
      */
     discardedTokens: integer("discarded_tokens").notNull().default(0),
     /**
+     * Tokens its token-in turns had received when a pause with `interrupt` aborted them, kept
+     * and continued under the version the run resumed at (their own logprobs and versions stay
+     * in the samples' `logprobs` and `policy_versions`).
+     */
+    keptTokens: integer("kept_tokens").notNull().default(0),
+    /**
      * `exact`: every sampled turn's token ids and logprobs are in the group's token object;
      * `none`: not (the host sent none, or the group asked for `tokens: "off"`).
      */

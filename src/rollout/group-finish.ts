@@ -13,6 +13,7 @@ import { backoffDelayMs } from "../utils/backoff";
 import { lander, scoreWorker } from "./bindings";
 import type { TokenPolicy } from "./generation/token-policy";
 import type { GroupSpec } from "./group-spec";
+import { landedVersions } from "./landed-versions";
 import { type LandingOutcome, landGroup, landingPayload } from "./landing";
 import { END, failed } from "./outcomes";
 import type { PolicyWatch } from "./policy-watch";
@@ -79,11 +80,16 @@ export async function finishGroup(ctx: FinishContext): Promise<FinishResult> {
 
 /** Tokens first, then the rows: a group D1 shows as landed always has its token object. */
 async function land(ctx: FinishContext, spec: GroupSpec): Promise<LandingOutcome> {
-  const tokens = tokenLanding(spec, ctx.store.tokens, ctx.tokens);
+  const versions = landedVersions(
+    ctx.policy,
+    spec.request.policy_version,
+    ctx.store.interrupted.history(),
+  );
+  const tokens = tokenLanding(spec, ctx.store.tokens, ctx.tokens, versions);
   const stored = tokens ? await storeTokenObject(ctx.env.TOKENS, tokens) : { ok: true as const };
   if (!stored.ok) return stored;
   try {
-    const payload = landingPayload(ctx.store, tokens, ctx.policy);
+    const payload = landingPayload(ctx.store, tokens, versions);
     const landed = await landGroup(ctx.env.DB, lander(ctx.env), payload);
     return landed.ok ? landed : { ok: false, error: `D1: ${landed.error}` };
   } catch (error) {

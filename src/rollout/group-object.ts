@@ -95,6 +95,9 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
    */
   async policyChanged(policy: KnownPolicy): Promise<number> {
     if (!this.store.exists() || !this.policy.apply(policy)) return this.policy.flights.count();
+    // An interrupt answers once what it cut is recorded: a crash after the trainer's POST has
+    // its answer loses none of the tokens kept.
+    await this.policy.interruptRecorded();
     this.followPolicy();
     // A wake-up too: an instance that restarted while paused resumes without waiting for its
     // alarm, and a group cancelled with no driver left lands. Not awaited: the trainer's POST
@@ -114,7 +117,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
   async hostInterrupted(host: string): Promise<number> {
     // Each episode asks the fleet again first, so what the aborts send again avoids the host.
     await this.hostsChanged();
-    this.policy.flights.interrupt(host);
+    await this.policy.flights.interrupt(host);
     return this.policy.flights.count(host);
   }
 

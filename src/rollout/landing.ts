@@ -8,8 +8,9 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
 import { errorMessage, rewardSuccess } from "../sdk";
 import { episodeId } from "./group-spec";
+import { type LandedVersions, landedVersions } from "./landed-versions";
 import type { LandingOutcome } from "./landing-outcome";
-import { type PolicyWatch, policySpan } from "./policy-watch";
+import { policySpan } from "./policy-watch";
 import { groupRow } from "./registration";
 import type { GroupStorage } from "./storage/group-storage";
 import type { TokenLanding } from "./token-landing";
@@ -118,7 +119,7 @@ export interface LandingPayload {
 export function landingPayload(
   store: GroupStorage,
   tokens: TokenLanding | null,
-  policy: PolicyWatch | null = null,
+  landed: LandedVersions | null = null,
 ): LandingPayload {
   const { tools } = store;
   const { spec, creditApplied, warnings, hostFailures } = store.group.get();
@@ -141,12 +142,14 @@ export function landingPayload(
   const reasons = [...byReason].map(([reason, n]) => `${reason} x${n}`);
   const finishedAt = iso(Math.max(...rows.map((e) => e.finishedAt ?? e.startedAt)));
   const messagesByEpisode = store.transcripts.messagesByEpisode();
-  // Each sampled turn's version as it was sent (the group's own before its run had a policy);
-  // an episode's sampled turns are 0 to turns - 1, and a send that sampled nothing is in no span.
-  const versionOf = (idx: number, turn: number) =>
-    policy?.turnVersion(idx, turn, request.policy_version) ?? request.policy_version;
-  const spans = rows.map((e) => policySpan(new Map([[e.idx, e.turns]]), versionOf));
-  const groupSpan = policySpan(new Map(rows.map((e) => [e.idx, e.turns])), versionOf);
+  // Every version that sampled some of each sampled turn (the group's own before its run had a
+  // policy); an episode's sampled turns are 0 to turns - 1, and a send that sampled nothing is
+  // in no span.
+  const versions = landed ?? landedVersions(null, request.policy_version, new Map());
+  const spans = rows.map((e) => policySpan(new Map([[e.idx, e.turns]]), versions.versions));
+  const groupSpan = policySpan(new Map(rows.map((e) => [e.idx, e.turns])), versions.versions);
+  // A message's version is the one its turn was last sent at (the continuation's, when cut).
+  const versionOf = (idx: number, turn: number) => versions.segments(idx, turn).at(-1)?.version;
 
   const episodeRows: (typeof episodes.$inferInsert)[] = rows.map((e, i) => ({
     id: episodeId(spec.groupId, e.idx),
@@ -176,6 +179,7 @@ export function landingPayload(
     latencyMs: (e.finishedAt ?? e.startedAt) - e.startedAt,
     redispatches: e.redispatches,
     discardedTokens: e.discardedTokens,
+    keptTokens: versions.kept(e.idx),
     tokenMode: tokens?.episodes.get(e.idx)?.mode ?? "none",
     tokenModeReason: tokens
       ? (tokens.episodes.get(e.idx)?.reason ?? null)
@@ -214,7 +218,7 @@ export function landingPayload(
         logprobSum: turn?.logprobSum ?? null,
         newPromptTokens: turn?.newPromptTokens ?? null,
         prefixBreak: turn ? turn.prefixBreak : null,
-        policyVersion: m.sampled && m.turn !== null ? versionOf(e.idx, m.turn) : null,
+        policyVersion: m.sampled && m.turn !== null ? (versionOf(e.idx, m.turn) ?? null) : null,
         host: m.host,
         cachedTokens: m.cachedTokens,
       };

@@ -14,18 +14,23 @@ export interface PolicySpan {
   max: number | null;
 }
 
-/** The span of turns 0 to n - 1 of each episode (`sent`: episode to n), by `versionOf`. */
+/**
+ * The span of turns 0 to n - 1 of each episode (`sent`: episode to n), by `versionOf`: a turn's
+ * version, or every version that sampled some of it.
+ */
 export function policySpan(
   sent: ReadonlyMap<number, number>,
-  versionOf: (idx: number, turn: number) => number,
+  versionOf: (idx: number, turn: number) => number | readonly number[],
 ): PolicySpan {
   let min: number | null = null;
   let max: number | null = null;
   for (const [idx, turns] of sent)
     for (let turn = 0; turn < turns; turn++) {
-      const version = versionOf(idx, turn);
-      min = min === null ? version : Math.min(min, version);
-      max = max === null ? version : Math.max(max, version);
+      const versions = versionOf(idx, turn);
+      for (const version of typeof versions === "number" ? [versions] : versions) {
+        min = min === null ? version : Math.min(min, version);
+        max = max === null ? version : Math.max(max, version);
+      }
     }
   return { min, max };
 }
@@ -38,6 +43,8 @@ export class PolicyWatch {
   private waiters: (() => void)[] = [];
   /** Its generations in flight, which a pause with `interrupt` aborts. */
   readonly flights = new Flights();
+  /** Resolves once the last interrupt's generations have recorded what it left of them. */
+  private lastInterrupt: Promise<void> = Promise.resolve();
 
   constructor(private readonly table: PolicyTable) {}
 
@@ -82,10 +89,15 @@ export class PolicyWatch {
   apply(policy: KnownPolicy): boolean {
     if (!this.table.apply(policy)) return false;
     if (policy.paused) {
-      if (policy.interrupt) this.flights.interrupt();
+      if (policy.interrupt) this.lastInterrupt = this.flights.interrupt();
       this.interrupt();
     } else this.wake();
     return true;
+  }
+
+  /** Resolves once what the last interrupt aborted is recorded (kept or counted). */
+  interruptRecorded(): Promise<void> {
+    return this.lastInterrupt;
   }
 
   /** Cancels the group: its generations abort, and every waiting one is let go to end. */

@@ -10,6 +10,7 @@ import { encodeTokenObject, tokenObjectKey } from "../tokens/token-object";
 import { logprobSum, prefixBreaks, type TurnTokens } from "../tokens/turn-tokens";
 import type { TokenPolicy } from "./generation/token-policy";
 import type { GroupSpec } from "./group-spec";
+import type { LandedVersions } from "./landed-versions";
 import type { LandingOutcome } from "./landing-outcome";
 import type { TokensTable } from "./storage/tokens";
 
@@ -56,11 +57,13 @@ export function tokenLanding(
   spec: GroupSpec,
   store: TokensTable,
   policy: TokenPolicy,
+  versions: LandedVersions | null = null,
 ): TokenLanding | null {
   if (!policy.land) return null;
   const recorded = store.episodes(spec.request.group_size);
   const episodes = new Map<number, EpisodeTokenSummary>();
   for (const { idx, turns } of recorded) {
+    if (versions !== null) for (const t of turns) t.versions = versions.segments(idx, t.turn);
     const mode = store.mode(idx);
     const breaks = prefixBreaks(turns);
     episodes.set(idx, {

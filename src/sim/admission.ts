@@ -89,8 +89,10 @@ export async function admit(
     release: () => {},
   };
   host.running++;
+  if (host.running === 1) host.ledger.noteRunning(true);
   res.once("close", () => {
     host.running--;
+    if (host.running === 0) host.ledger.noteRunning(false);
     lookup.release();
   });
   const prefill = latency.msPerPromptToken * (promptLength - lookup.cachedTokens) * host.slowFactor;

@@ -62,6 +62,8 @@ export interface Answer {
   includeUsage: boolean;
   /** Called once the answer is complete (the overhead measurement's clock). */
   onFinished: () => void;
+  /** The client closed the stream before its end, after `tokens` completion tokens were sent. */
+  onAbandoned: (tokens: number) => void;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -166,6 +168,7 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
     const spoken = choice.ids.at(-1) === IM_END ? choice.ids.length - 1 : choice.ids.length;
     const native = choice.toolCalls.length > 0;
     const steps = native ? nativeSteps(choice, spoken) : textSteps(a, choice, spoken);
+    let sent = 0;
     for (const [i, step] of steps.entries()) {
       if (a.fault === "cut" && i >= steps.length / 2) {
         res.destroy();
@@ -173,8 +176,12 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
       }
       if (a.fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
       await sleep(a.perTokenMs * step.tokens);
-      if (res.destroyed) return;
+      if (res.destroyed) {
+        a.onAbandoned(sent);
+        return;
+      }
       send({ choices: [{ index, delta: step.delta, finish_reason: null, ...step.part }] });
+      sent += step.tokens;
     }
     const rest = native ? 0 : spoken;
     send({

@@ -168,6 +168,7 @@ export async function chatCompletions(
     perTokenMs,
     includeUsage: parsed.stream_options?.include_usage === true,
     onFinished: finished,
+    onAbandoned: (tokens) => host.ledger.noteAbandoned(tokens),
   };
   if (!parsed.stream) {
     await sleep(perTokenMs * usage.completion_tokens);

@@ -31,6 +31,8 @@ export interface TextAnswer {
   includeUsage: boolean;
   /** Called once the answer is complete (the overhead measurement's clock). */
   onFinished: () => void;
+  /** The client closed the stream before its end, after `tokens` completion tokens were sent. */
+  onAbandoned: (tokens: number) => void;
 }
 
 /** vLLM's `CompletionLogProbs`, for some of a completion's tokens. */
@@ -106,7 +108,10 @@ export async function streamTextAnswer(res: ServerResponse, a: TextAnswer): Prom
       }
       if (a.fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
       await sleep(a.perTokenMs * (to - from));
-      if (res.destroyed) return;
+      if (res.destroyed) {
+        a.onAbandoned(from);
+        return;
+      }
       const last = i === pieces.length - 1;
       const ids = choice.ids.slice(from, to);
       send({

@@ -160,6 +160,7 @@ export async function completions(
     perTokenMs,
     includeUsage: parsed.stream_options?.include_usage === true,
     onFinished: finished,
+    onAbandoned: (tokens) => host.ledger.noteAbandoned(tokens),
   };
   if (!stream) {
     await sleep(perTokenMs * usage.completion_tokens);

@@ -24,6 +24,10 @@ export interface SimulatorStats extends Tally {
    * episode to receiving its request t+1 (stepping the environment, persisting, queueing).
    */
   turnOverheadMs: { count: number; p50: number | null; p99: number | null; mean: number | null };
+  /** Time with at least one generation running, ms (since the start or the last reset). */
+  busyMs: number;
+  /** Completion tokens streamed to clients that closed the stream before its end. */
+  abandonedTokens: number;
 }
 
 /** One gap between turns: when the next request arrived, how long after its parent, at which turn. */
@@ -82,6 +86,10 @@ export class HostLedger {
   private readonly gaps: TurnGap[] = [];
   private readonly attempts = new Map<string, number>();
   private readonly answers = new Map<string, RecordedAnswer>();
+  private busyMs = 0;
+  /** Since when some generation has been running; null while none is. */
+  private busySince: number | null = null;
+  private abandonedTokens = 0;
   /** Generations by their `X-Session-ID` (a router keys on it to keep a session on a replica). */
   private readonly sessions = new Map<string, number>();
 
@@ -97,6 +105,19 @@ export class HostLedger {
   /** A generation request's outcome. */
   count(model: string, outcome: string): void {
     tally(this.totals, model, outcome);
+  }
+
+  /** The host's generations running went from 0 to 1 (`running`) or from 1 to 0. */
+  noteRunning(running: boolean, now = Date.now()): void {
+    if (running && this.busySince === null) this.busySince = now;
+    else if (!running && this.busySince !== null) {
+      this.busyMs += now - this.busySince;
+      this.busySince = null;
+    }
+  }
+
+  noteAbandoned(tokens: number): void {
+    this.abandonedTokens += tokens;
   }
 
   /** A `/tokenize` request's, kept out of the generations' counts. */
@@ -146,6 +167,8 @@ export class HostLedger {
       ...structuredClone(this.totals),
       tokenize: structuredClone(this.tokenizeTotals),
       turnOverheadMs: summarize(this.overheads),
+      busyMs: this.busyMs + (this.busySince === null ? 0 : Date.now() - this.busySince),
+      abandonedTokens: this.abandonedTokens,
     };
   }
 

@@ -1,7 +1,7 @@
 /**
  * Trainer samples on the wire: JSON number lists, or base64 of the arrays' little-endian bytes
- * (int32 ids, uint8 mask, float32 logprobs, advantages and a distilled sample's
- * `teacher_logprobs`) — a quarter of the JSON's size and
+ * (int32 ids and `policy_versions`, uint8 mask, float32 logprobs, advantages and a distilled
+ * sample's `teacher_logprobs`) — a quarter of the JSON's size and
  * read with one call into numpy or torch (`np.frombuffer(b64decode(s), "<i4")`).
  */
 import { bytesOf } from "./bytes";
@@ -39,6 +39,7 @@ export function encodeSample(sample: TokenSample, encoding: TokenEncoding) {
       mask: base64(sample.mask),
       logprobs: base64(bytesOf(sample.logprobs)),
       advantages: base64(bytesOf(sample.advantages)),
+      policy_versions: base64(bytesOf(sample.policyVersions)),
       ...(sample.teacherLogprobs
         ? { teacher_logprobs: base64(bytesOf(sample.teacherLogprobs)) }
         : {}),
@@ -50,6 +51,7 @@ export function encodeSample(sample: TokenSample, encoding: TokenEncoding) {
     mask: Array.from(sample.mask),
     logprobs: floats(sample.logprobs),
     advantages: floats(sample.advantages),
+    policy_versions: Array.from(sample.policyVersions),
     ...(sample.teacherLogprobs ? { teacher_logprobs: floats(sample.teacherLogprobs) } : {}),
   };
 }

@@ -5,7 +5,7 @@
  * float32 logprobs of its completion. Deterministic: the same group always packs to the same
  * bytes, so writing it again (a landing retried after a crash) leaves one identical object.
  *
- * Cost: 4 bytes per stored id and 4 per logprob, plus about 120 bytes of header per turn.
+ * Cost: 4 bytes per stored id and 4 per logprob, plus about 140 bytes of header per turn.
  */
 import { z } from "zod";
 import type { TurnTokens } from "./turn-tokens";
@@ -36,6 +36,11 @@ const HeaderSchema = z.object({
           top_p: z.number(),
           /** The turn carries the teacher's logprobs (on-policy distillation). */
           teacher: z.boolean().default(false),
+          /**
+           * `[at, version]`: the version that sampled the completion from position `at` on;
+           * absent in objects landed before per-token versions were recorded.
+           */
+          versions: z.array(z.tuple([count, z.number().int()])).optional(),
         }),
       ),
     }),
@@ -67,6 +72,9 @@ export function encodeTokenObject(groupId: string, episodes: readonly EpisodeTok
         temperature: t.temperature,
         top_p: t.topP,
         teacher: t.teacherLogprobs !== undefined,
+        ...(t.versions === undefined
+          ? {}
+          : { versions: t.versions.map((v): [number, number] => [v.at, v.version]) }),
       })),
     })),
   };
@@ -151,6 +159,9 @@ export function decodeTokenObject(bytes: Uint8Array): {
         completionIds: take(ids, t.completion),
         logprobs: take(floats, t.completion),
         ...(t.teacher ? { teacherLogprobs: take(floats, t.completion) } : {}),
+        ...(t.versions === undefined
+          ? {}
+          : { versions: t.versions.map(([at, version]) => ({ at, version })) }),
         consistent: t.consistent,
         model: t.model,
         temperature: t.temperature,

@@ -17,6 +17,16 @@ export interface HostTokens {
   model: string | null;
 }
 
+/**
+ * The version that sampled a turn's completion tokens from position `at` on (up to the next
+ * segment's): one segment for a turn sampled whole, more for a turn an interrupting weight sync
+ * cut and a newer version continued.
+ */
+export interface VersionSegment {
+  at: number;
+  version: number;
+}
+
 /** One sampled turn's tokens as stored: the prompt as a tail after what the last turn left. */
 export interface TurnTokens {
   turn: number;
@@ -35,6 +45,8 @@ export interface TurnTokens {
   topP: number;
   /** On-policy distillation: the teacher's logprob of each completion token, once scored. */
   teacherLogprobs?: Float32Array | undefined;
+  /** Which versions sampled its completion, once landed (absent in older token objects). */
+  versions?: VersionSegment[] | undefined;
 }
 
 /** Length of the longest common prefix of two id sequences. */

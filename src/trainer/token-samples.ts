@@ -69,7 +69,9 @@ export function episodeTokens(
       ? {}
       : { teacher_model: episode.teacherModel, reverse_kl: episode.reverseKl }),
     samples: trainable
-      ? episodeSamples(turns, advantageOf).map((sample) => encodeSample(sample, encoding))
+      ? episodeSamples(turns, advantageOf, episode.policyVersion).map((sample) =>
+          encodeSample(sample, encoding),
+        )
       : [],
   };
 }

@@ -30,6 +30,7 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     latency_ms: episode.latencyMs,
     redispatches: episode.redispatches,
     discarded_tokens: episode.discardedTokens,
+    kept_tokens: episode.keptTokens,
     token_mode: episode.tokenMode,
     token_mode_reason: episode.tokenModeReason,
     prefix_breaks: episode.prefixBreaks,

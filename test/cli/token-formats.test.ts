@@ -20,6 +20,8 @@ const episode = (id: string, reward: number | null): SampledEpisode => ({
       mask: [0, 0, 1, 1, 0, 1],
       logprobs: [0, 0, -0.5, -0.25, 0, -1],
       advantages: [0, 0, 0.5, 0.5, 0, 0.5],
+      // Turn 0 cut after one token by a sync from version 2 to 3.
+      policy_versions: [-1, -1, 2, 3, -1, 3],
     },
   ],
 });
@@ -40,6 +42,7 @@ describe("TRL rollout_func rows", () => {
       completion_ids: [10, 11, 20, 30],
       logprobs: [-0.5, -0.25, 0, -1],
       env_mask: [1, 1, 0, 1],
+      policy_versions: [2, 3, -1, 3],
       // Which policies sampled it travels with each row.
       policy_version_min: 2,
       policy_version_max: 3,
@@ -65,6 +68,12 @@ describe("Atropos ScoredDataGroups", () => {
     expect(group.scores).toEqual([1, 0]); // the failed episode has no score and is left out
     expect(group.inference_logprobs?.[0]).toEqual([1, 1, -0.5, -0.25, 1, -1]);
     expect(group.advantages?.[0]).toEqual([0, 0, 0.5, 0.5, 0, 0.5]);
+    // Each sequence's own fields travel in its overrides, per-token versions among them.
+    expect(group.overrides?.[0]).toEqual({
+      episode_id: "e0",
+      turns: [0, 1],
+      policy_versions: [-1, -1, 2, 3, -1, 3],
+    });
   });
 
   it("carry a distilled group's teacher logprobs as top-1 distill arrays, empty where not trained", () => {

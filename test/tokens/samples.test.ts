@@ -112,6 +112,46 @@ describe("trainer samples, merge or split", () => {
   });
 });
 
+describe("each sampled token's policy version", () => {
+  it("is its turn's, or for a cut and continued turn the old one on the kept tokens and the new after", () => {
+    const turns = record([
+      host([1, 2], [10, 11, 12, 13]),
+      host([1, 2, 10, 11, 12, 13, 20], [30, 31]),
+    ]);
+    const [t0, t1] = turns as [TurnTokens, TurnTokens];
+    // Turn 0: three tokens kept from version 3, the fourth sampled by version 4 after the sync.
+    t0.versions = [
+      { at: 0, version: 3 },
+      { at: 3, version: 4 },
+    ];
+    t1.versions = [{ at: 0, version: 4 }];
+    const [sample] = episodeSamples(turns, () => 1);
+    expect(Array.from(sample?.policyVersions ?? [])).toEqual([-1, -1, 3, 3, 3, 4, -1, 4, 4]);
+  });
+
+  it("is the episode's for turns a token object landed before versions were kept does not say", () => {
+    const [sample] = episodeSamples(record([host([1, 2], [10, 11])]), () => 1, 7);
+    expect(Array.from(sample?.policyVersions ?? [])).toEqual([-1, -1, 7, 7]);
+    const [unknown] = episodeSamples(record([host([1, 2], [10, 11])]), () => 1);
+    expect(Array.from(unknown?.policyVersions ?? [])).toEqual([-1, -1, -1, -1]);
+  });
+
+  it("travels in the token object, and an object without versions reads back without them", () => {
+    const turns = record([host([1, 2], [10, 11, 12])]);
+    const plain = decodeTokenObject(encodeTokenObject("g_v", [{ idx: 0, turns }]));
+    expect(plain.episodes[0]?.turns[0]?.versions).toBeUndefined();
+    (turns[0] as TurnTokens).versions = [
+      { at: 0, version: 1 },
+      { at: 2, version: 2 },
+    ];
+    const versioned = decodeTokenObject(encodeTokenObject("g_v", [{ idx: 0, turns }]));
+    expect(versioned.episodes[0]?.turns[0]?.versions).toEqual([
+      { at: 0, version: 1 },
+      { at: 2, version: 2 },
+    ]);
+  });
+});
+
 describe("a group's token object", () => {
   it("packs and unpacks every turn exactly, and packs the same group to the same bytes", () => {
     const episodes = [
@@ -147,6 +187,7 @@ describe("samples on the wire", () => {
       mask: [0, 0, 1, 1],
       logprobs: [0, 0, -0.25, -0.5],
       advantages: [0, 0, 0.5, 0.5],
+      policy_versions: [-1, -1, -1, -1],
     });
   });
 
@@ -161,5 +202,8 @@ describe("samples on the wire", () => {
     expect(Array.from(new Float32Array(bytes(wire.advantages as string).buffer))).toEqual([
       0, 0, 0.5, 0.5,
     ]);
+    expect(new Int32Array(bytes(wire.policy_versions as string).buffer)).toEqual(
+      ids(-1, -1, -1, -1),
+    );
   });
 });

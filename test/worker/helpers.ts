@@ -132,6 +132,11 @@ export async function until(
   }
 }
 
+/** The run's generations in flight, as `GET /v1/runs/:id` counts them. */
+export const runInFlight = async (run: string) =>
+  (await getJson<{ in_flight_generations: number | null }>(`/v1/runs/${run}`))
+    .in_flight_generations;
+
 /** Polls the group until `ready` holds of it; the group as it then is. */
 export async function untilGroup(
   id: string,

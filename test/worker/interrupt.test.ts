@@ -7,13 +7,14 @@ import type { StartGroupInput } from "../../src/client/edgeroll-client";
 import {
   d1,
   errorOf,
-  getJson,
   groupStub,
   guessExample,
   postPolicy,
+  runInFlight,
   setPolicy,
   simulatorRequests,
   startGroup,
+  until,
   waitForGroup,
 } from "./helpers";
 
@@ -28,17 +29,6 @@ const group = (run: string, model: string): StartGroupInput => ({
   sampling: { model, temperature: 0 },
 });
 
-const inFlight = async (run: string) =>
-  (await getJson<{ in_flight_generations: number }>(`/v1/runs/${run}`)).in_flight_generations;
-
-async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe("a pause with interrupt", () => {
   it("aborts every generation of its run in flight, and none of another run's", async () => {
     const [a, b] = [`int-a-${crypto.randomUUID()}`, `int-b-${crypto.randomUUID()}`];
@@ -48,7 +38,10 @@ describe("a pause with interrupt", () => {
     const groupA = await startGroup(group(a, modelA));
     const groupB = await startGroup(group(b, modelB));
     // Both groups' first generations are streaming.
-    await until(async () => (await inFlight(a)) === 2 && (await inFlight(b)) === 2, "4 in flight");
+    await until(
+      async () => (await runInFlight(a)) === 2 && (await runInFlight(b)) === 2,
+      "4 in flight",
+    );
     // A few of run a's tokens have streamed (one every 100 ms).
     await new Promise((r) => setTimeout(r, 500));
     const sentA = await simulatorRequests(modelA);
@@ -62,9 +55,9 @@ describe("a pause with interrupt", () => {
       groups_notified: 1,
       in_flight_generations: 0,
     });
-    expect(await inFlight(a)).toBe(0);
+    expect(await runInFlight(a)).toBe(0);
     // The other run's generations go on.
-    expect(await inFlight(b)).toBe(2);
+    expect(await runInFlight(b)).toBe(2);
 
     // Held while paused: nothing of run a is sent again until it resumes.
     await new Promise((r) => setTimeout(r, 500));
@@ -102,7 +95,7 @@ describe("a pause with interrupt", () => {
     const model = slow(run);
     await setPolicy(run, { version: 0 });
     const id = await startGroup(group(run, model));
-    await until(async () => (await inFlight(run)) === 2, "2 in flight");
+    await until(async () => (await runInFlight(run)) === 2, "2 in flight");
     await setPolicy(run, { version: 1, paused: true, interrupt: true });
     const sent = await simulatorRequests(model);
     await evictDurableObject(groupStub(id));
@@ -127,7 +120,7 @@ describe("a pause with interrupt", () => {
       await startGroup(group(run, slow(run)));
     }
     await until(
-      async () => (await inFlight(held)) === 2 && (await inFlight(cut)) === 2,
+      async () => (await runInFlight(held)) === 2 && (await runInFlight(cut)) === 2,
       "4 in flight",
     );
     await new Promise((r) => setTimeout(r, 300));
@@ -147,7 +140,7 @@ describe("a pause with interrupt", () => {
     expect((await sync(cut))?.idle_at).not.toBeNull();
     // The trainer waits for idle (what waitIdle does): the hold's stall ends when its
     // generations do, seen by the GET that counts 0.
-    await until(async () => (await inFlight(held)) === 0, "the held run idle");
+    await until(async () => (await runInFlight(held)) === 0, "the held run idle");
     expect((await sync(held))?.idle_at).not.toBeNull();
     const [heldStall, cutStall] = await Promise.all(
       [held, cut].map(async (run) => {

@@ -22,8 +22,16 @@ interface InFlight {
   detach: () => void;
 }
 
+/**
+ * How long an interrupt waits for its generations to record what they kept: they do within
+ * moments (a write), so this only bounds a generation that never reports.
+ */
+const RECORD_WAIT_MS = 2000;
+
 export class Flights {
   private readonly flying = new Map<number, InFlight>();
+  /** Generations an interrupt aborted that have not yet recorded what it left of them. */
+  private readonly unrecorded = new Map<number, () => void>();
 
   /** An episode's generation goes out to `host`; `landed` once it is over, however it ended. */
   takeOff(idx: number, host: string, cancel: AbortSignal): Flight {
@@ -55,14 +63,34 @@ export class Flights {
     this.flying.delete(idx);
   }
 
-  /** Interrupts every generation in flight (`host` given: only those on it). */
-  interrupt(host: string | null = null): void {
+  /**
+   * Interrupts every generation in flight (`host` given: only those on it). Resolves once each
+   * has recorded what the abort left of it (`recorded`), so a crash after the sync's answer
+   * loses none of the tokens kept.
+   */
+  interrupt(host: string | null = null): Promise<void> {
+    const recorded: Promise<void>[] = [];
     for (const [idx, flight] of this.flying) {
       if (host !== null && flight.host !== host) continue;
+      recorded.push(new Promise<void>((resolve) => this.unrecorded.set(idx, resolve)));
       flight.interrupted = true;
       flight.abort.abort(new Error("interrupted for a weight sync"));
       this.landed(idx);
     }
+    if (recorded.length === 0) return Promise.resolve();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, RECORD_WAIT_MS);
+    });
+    return Promise.race([Promise.all(recorded).then(() => {}), bound]).finally(() =>
+      clearTimeout(timer),
+    );
+  }
+
+  /** What an interrupt left of the episode's generation is recorded (or it was not cut). */
+  recorded(idx: number): void {
+    this.unrecorded.get(idx)?.();
+    this.unrecorded.delete(idx);
   }
 
   /** Generations in flight (`host` given: on it), not counting those an interrupt aborted. */

@@ -13,8 +13,10 @@ import type { ChatMessage } from "../../sdk";
 import type { GroupRuntime } from "../group-runtime";
 import { episodeId, generationSeed } from "../group-spec";
 import { END, failed } from "../outcomes";
+import type { KeptTurn } from "../storage/interrupted-turns";
 import { admit, permitLeaseMs } from "./admission";
 import { fitsContext } from "./context-budget";
+import { continuationRequest, keptWhole, recordInterrupted, withKept } from "./continuation";
 import { type Attempt, INLINE_BACKOFF_MS, promptIds } from "./prompt-ids";
 import { recordAction } from "./record-action";
 import { type AttemptResult, CANCELLED, ENDED, type GenerationResult, QUEUED } from "./results";
@@ -71,6 +73,16 @@ function failover(rt: GroupRuntime, idx: number, onMove: (grant: Grant) => void)
   };
 }
 
+/** The answer of a kept turn whose kept tokens used its whole budget: no call to make. */
+const keptOutcome = (kept: KeptTurn, host: string) => ({
+  kind: "ok" as const,
+  completion: keptWhole(kept),
+  attempts: 0,
+  latencyMs: 0,
+  host,
+  refusedTokenFields: false,
+});
+
 /** Whatever is pending is sent once, or found lost, or out of budget. */
 async function attempt(
   rt: GroupRuntime,
@@ -113,15 +125,24 @@ async function attempt(
     retriesLeft: Math.max(0, config.INFERENCE_MAX_RETRIES - (generation?.retries ?? 0)),
   };
   store.generations.markSent(idx, sending.deadlineAt);
+  const turn = store.episodes.get(idx).turns;
   let prompt: Int32Array | undefined;
-  if (rt.generation.tokens.promptsFromIds) {
+  let maxTokens = request.sampling.max_completion_tokens;
+  // A token-in turn an interrupt cut goes on from the tokens it kept (continuation.ts).
+  const kept = rt.generation.tokens.promptsFromIds ? store.interrupted.kept(idx, turn) : null;
+  if (kept !== null) {
+    ({ prompt, maxTokens } = continuationRequest(kept, maxTokens));
+    if (maxTokens <= 0) {
+      await rt.writeTurn();
+      return recordAction(rt, idx, transcript, keptOutcome(kept, grant.host));
+    }
+  } else if (rt.generation.tokens.promptsFromIds) {
     const built = await promptIds(rt, idx, transcript, sending, grant);
     if (built.kind !== "ids") return built;
     ({ ids: prompt, attempt: sending, grant } = built);
   }
   // The version that samples this turn: the host's when its trainer declared one, else the
   // run's as the group knows it as the request goes out.
-  const turn = store.episodes.get(idx).turns;
   rt.policy.recordSend(idx, turn, grant.policyVersion);
   const wantsTokens = rt.generation.tokens.ask(store.tokens.mode(idx));
   const sentTo = grant.host;
@@ -130,7 +151,10 @@ async function attempt(
   const outcome = await generate(
     { baseUrl: grant.host, apiKey: rt.generation.apiKey },
     {
-      sampling: request.sampling,
+      sampling:
+        maxTokens === request.sampling.max_completion_tokens
+          ? request.sampling
+          : { ...request.sampling, max_completion_tokens: maxTokens },
       messages: transcript,
       seed: generationSeed(request.sampling, idx, turn),
       stream: config.INFERENCE_STREAM,
@@ -170,13 +194,19 @@ async function attempt(
     outcome === INTERRUPTED ||
     (outcome.kind !== "ok" && flight.interrupted() && rt.policy.stale === null)
   ) {
-    // Aborted by an interrupting pause: what it had produced is counted and dropped; it is sent
-    // again, under the version the run resumes at, once admitted after the resume.
-    store.recordInterrupt(idx, inProgress.sofar?.().completionTokens ?? 0);
+    // Aborted by an interrupting pause: what it had produced is kept (a token-in turn, which
+    // goes on from it) or counted and dropped; it is sent again, under the version the run
+    // resumes at, once admitted after the resume.
+    recordInterrupted(rt, idx, { prompt, kept }, inProgress.sofar?.());
     await rt.writeTurn();
+    rt.policy.flights.recorded(idx);
     return QUEUED;
   }
+  // Answered, failed or cancelled as the interrupt came: nothing of it waits to be kept.
+  rt.policy.flights.recorded(idx);
   await rt.writeTurn();
+  if (outcome.kind === "ok" && kept !== null)
+    outcome.completion = withKept(kept, outcome.completion);
   if (outcome.kind === "ok") {
     const { permits } = rt.generation;
     permits.answered(outcome.host, Date.now());

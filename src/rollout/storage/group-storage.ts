@@ -11,6 +11,7 @@ import { GroupDatabase } from "./database";
 import { type EpisodeCredit, EpisodesTable, type TokenCounts } from "./episodes";
 import { GenerationsTable } from "./generations";
 import { GroupStateTable } from "./group-state";
+import { InterruptedTurnsTable } from "./interrupted-turns";
 import { PolicyTable } from "./policy";
 import { TimersTable } from "./timers";
 import { TokensTable } from "./tokens";
@@ -43,6 +44,7 @@ export class GroupStorage {
   readonly tokens: TokensTable;
   readonly tools: ToolsTable;
   readonly policy: PolicyTable;
+  readonly interrupted: InterruptedTurnsTable;
   private holds = false;
 
   constructor(storage: DurableObjectStorage, now: () => number = Date.now) {
@@ -55,6 +57,7 @@ export class GroupStorage {
     this.tokens = new TokensTable(this.db);
     this.tools = new ToolsTable(this.db);
     this.policy = new PolicyTable(this.db);
+    this.interrupted = new InterruptedTurnsTable(this.db);
     this.db.onReset(() => {
       this.holds = false;
     });
@@ -121,6 +124,28 @@ export class GroupStorage {
     });
   }
 
+  /**
+   * An interrupting pause aborted a token-in generation of the episode's current turn: it goes
+   * out again after the resume, continuing from the tokens it had `received`, kept here (after
+   * what earlier interrupts of the turn kept) with the `version` that sampled them. Tokens too
+   * many to keep in a row are counted as discarded instead, and the turn restarts.
+   */
+  keepInterrupted(
+    idx: number,
+    prompt: Int32Array,
+    received: { ids: readonly number[]; logprobs: readonly number[]; content: string },
+    version: number,
+  ): void {
+    const turn = this.episodes.get(idx).turns;
+    this.db.transaction(() => {
+      this.generations.unsend(idx);
+      if (!this.interrupted.keep(idx, turn, prompt, received, version)) {
+        const dropped = this.interrupted.drop(idx) + received.ids.length;
+        this.episodes.discarded(idx, dropped);
+      }
+    });
+  }
+
   /** The host asked for a long wait: the generation sleeps in storage, woken by its timer. */
   parkGeneration(idx: number, retryAt: number, attempts: number): void {
     this.db.transaction(() => {
@@ -158,6 +183,7 @@ export class GroupStorage {
       if (tokens.kind === "exact")
         this.tokens.record(idx, episode.turns, tokens.host, tokens.sampling);
       else if (tokens.kind === "inexact") this.tokens.markInexact(idx, tokens.reason);
+      this.interrupted.continued(idx, episode.turns);
       this.episodes.sampled(idx, {
         promptTokens: counts.promptTokens,
         completionTokens: counts.completionTokens,
@@ -189,6 +215,9 @@ export class GroupStorage {
   }
 
   private end(idx: number, end: EpisodeEnd): void {
+    // Tokens kept for a continuation that will not come are discarded, and counted.
+    const dropped = this.interrupted.drop(idx);
+    if (dropped > 0) this.episodes.discarded(idx, dropped);
     this.episodes.ended(idx, end, this.db.now());
     this.generations.remove(idx);
   }

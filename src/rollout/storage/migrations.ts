@@ -169,6 +169,25 @@ ALTER TABLE messages ADD COLUMN cached_tokens INTEGER;`;
 const INTERRUPTS = `
 ALTER TABLE episodes ADD COLUMN discarded_tokens INTEGER NOT NULL DEFAULT 0;`;
 
+/**
+ * Version 5: token-exact continuation. What interrupting pauses kept of a token-in turn: its
+ * prompt and the completion tokens received, open until the continued turn is recorded (then
+ * only how many were kept and which versions sampled them stay, for the landing).
+ */
+const KEPT_TOKENS = `
+CREATE TABLE interrupted_turns (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  open INTEGER NOT NULL,
+  prompt BLOB NOT NULL,
+  completion BLOB NOT NULL,
+  logprobs BLOB NOT NULL,
+  content TEXT NOT NULL,
+  versions TEXT NOT NULL,
+  kept INTEGER NOT NULL,
+  PRIMARY KEY (idx, turn)
+);`;
+
 const sql = (text: string) => (db: SqlStorage) => {
   db.exec(text);
 };
@@ -178,4 +197,5 @@ export const GROUP_MIGRATIONS: readonly Migration[] = [
   { version: 2, name: "timers keyed by kind and episode", up: sql(TYPED_TIMERS) },
   { version: 3, name: "hosts of a fleet: routing, answers, failures", up: sql(FLEET) },
   { version: 4, name: "tokens discarded by interrupted generations", up: sql(INTERRUPTS) },
+  { version: 5, name: "tokens kept of interrupted token-in turns", up: sql(KEPT_TOKENS) },
 ];

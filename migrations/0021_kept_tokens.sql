@@ -1,0 +1,1 @@
+ALTER TABLE `episodes` ADD `kept_tokens` integer DEFAULT 0 NOT NULL;
