@@ -86,8 +86,9 @@ async function oneLoop(
   for (let step = 1; step <= plan.steps; step++) {
     while (landed < (step + 1) * plan.groupsPerStep) await sleep(20);
     const pausedAt = Date.now();
-    await client.setPolicy(runId, { version: step, paused: true, interrupt });
-    await client.waitIdle(runId, { intervalMs: 20, timeoutMs: generationMs * 3 });
+    const answer = await client.setPolicy(runId, { version: step, paused: true, interrupt });
+    if (answer.in_flight_generations !== 0)
+      await client.waitIdle(runId, { intervalMs: 20, timeoutMs: generationMs * 3 });
     const loadAt = Date.now();
     stallsMs += loadAt - pausedAt;
     await sleep(plan.loadMs);

@@ -3,7 +3,8 @@
  * with a plain pause (the generations in flight finish) and with `interrupt` (aborted at once).
  * Groups stream long generations (the simulator's `longTokens` at a set token rate); a random
  * while into them the run is paused, and the stall is the time from the pause's request to the
- * first GET /v1/runs/:id with nothing in flight, as a trainer's `waitIdle` sees it. Hold and
+ * first answer with nothing in flight: the pause's own when it says 0, else the first GET
+ * /v1/runs/:id that does, as a trainer's `waitIdle` sees it. Hold and
  * interrupt alternate which goes first, each repeat a run of its own. The groups generate from
  * token ids (`generation: "tokens"`), so an interrupted turn keeps what it had received and goes
  * on from it: what was kept (`kept_tokens`), what was dropped (`discarded_tokens`, 0 unless a row
@@ -76,8 +77,10 @@ async function oneSync(
   const generationMs = (plan.tokens / plan.tokensPerS) * 1000;
   await sleep(generationMs * (0.2 + 0.6 * random()));
   const pausedAt = Date.now();
-  await client.setPolicy(runId, { version: 1, paused: true, interrupt });
-  await client.waitIdle(runId, { intervalMs: 20, timeoutMs: generationMs * 3 });
+  // A trainer waits only when the answer says something is still in flight.
+  const answer = await client.setPolicy(runId, { version: 1, paused: true, interrupt });
+  if (answer.in_flight_generations !== 0)
+    await client.waitIdle(runId, { intervalMs: 20, timeoutMs: generationMs * 3 });
   const stallMs = Date.now() - pausedAt;
   await client.setPolicy(runId, { version: 1, paused: false });
   const groups = await Promise.all(

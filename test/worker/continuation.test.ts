@@ -2,8 +2,8 @@
 // after k tokens keeps them, and after the resume goes on with the original prompt ids plus
 // those k ids as its prompt; its sample is the kept tokens followed by the continuation's, each
 // with its own logprob and the version that sampled it. A chat turn restarts instead, its
-// tokens counted as discarded. Eviction between the interrupt and the resume, or during the
-// continuation, changes nothing.
+// tokens counted as discarded. Eviction between the interrupt and the resume, or a continuation
+// lost with its instance, changes nothing.
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { generationSeed, SamplingSchema } from "../../src/rollout/group-spec";

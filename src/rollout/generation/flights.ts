@@ -78,10 +78,11 @@ export class Flights {
       this.landed(idx);
     }
     if (recorded.length === 0) return Promise.resolve();
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let giveUp = () => {};
     const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, RECORD_WAIT_MS);
+      giveUp = resolve;
     });
+    const timer = setTimeout(giveUp, RECORD_WAIT_MS);
     return Promise.race([Promise.all(recorded).then(() => {}), bound]).finally(() =>
       clearTimeout(timer),
     );
