@@ -7,13 +7,12 @@
 import type { Batch } from "../src/client/edgeroll-client";
 import { generationSeed, type Sampling } from "../src/rollout/group-spec";
 import type { RecordedAnswer } from "../src/sim/host-ledger";
+import type { EncodedSample } from "../src/tokens/sample-encoding";
 
-interface JsonSample {
-  turns: [number, number];
-  token_ids: number[];
-  mask: number[];
-  policy_versions: number[];
-}
+/** A sample as JSON lists (the lease's default encoding). */
+type JsonSample = Extract<EncodedSample, { token_ids: number[] }>;
+
+const isJson = (sample: EncodedSample): sample is JsonSample => Array.isArray(sample.token_ids);
 
 export interface ContinuationCheck {
   /** Episodes with kept tokens. */
@@ -57,7 +56,7 @@ export async function checkContinuations(
       const fail = (why: string) => {
         problem ??= `${episode.episode_id}: ${why}`;
       };
-      const samples = (episode.samples ?? []) as unknown as JsonSample[];
+      const samples = (episode.samples ?? []).filter(isJson);
       // The cut turn: the one whose tokens two versions sampled.
       const found = samples.flatMap((sample) =>
         completions(sample).flatMap((run, r) => {

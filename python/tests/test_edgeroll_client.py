@@ -46,6 +46,7 @@ class DecodeSample(unittest.TestCase):
         "mask": [0, 1, 1],
         "logprobs": [0, -0.5, -0.25],
         "advantages": [0, 1.5, 1.5],
+        "policy_versions": [-1, 3, 4],
     }
 
     def test_json_lists_come_back_as_they_are(self) -> None:
@@ -58,8 +59,13 @@ class DecodeSample(unittest.TestCase):
             "mask": base64_of("B", self.SAMPLE["mask"]),
             "logprobs": base64_of("f", self.SAMPLE["logprobs"]),
             "advantages": base64_of("f", self.SAMPLE["advantages"]),
+            "policy_versions": base64_of("i", self.SAMPLE["policy_versions"]),
         }
         self.assertEqual(decode_sample(encoded), self.SAMPLE)
+
+    def test_a_sample_from_an_older_server_has_no_policy_versions(self) -> None:
+        older = {k: v for k, v in self.SAMPLE.items() if k != "policy_versions"}
+        self.assertNotIn("policy_versions", decode_sample(older))
 
     def test_a_distilled_sample_keeps_its_teacher_logprobs(self) -> None:
         sample = {**self.SAMPLE, "teacher_logprobs": base64_of("f", [0, -0.125, -2.0])}

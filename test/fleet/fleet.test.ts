@@ -247,10 +247,12 @@ describe("the fleet", () => {
     for (const id of [a, b]) expect((await waitForGroup(id)).status).toBe("landed");
     // Nothing more went to the paused host; its group's episodes finished on the next one.
     expect(await requestsOn(synced)).toBe(sentToSynced);
-    // (Turns it had answered before the interrupt stay its own.)
+    // (Turns it had answered before the interrupt stay its own; the rest went to the next host
+    // in its order, or past it when that one timed out under a loaded machine.)
     const rows = await sampled(a);
-    expect(rows.every((r) => r.host === synced || r.host === first.order[1])).toBe(true);
-    expect(rows.some((r) => r.host === first.order[1])).toBe(true);
+    const elsewhere = rows.filter((r) => r.host !== synced).map((r) => r.host);
+    expect(elsewhere.length).toBeGreaterThan(0);
+    expect(elsewhere.every((host) => first.order.slice(1).includes(host))).toBe(true);
     const discarded = (id: string) =>
       d1<{ discarded_tokens: number }>(
         "SELECT discarded_tokens FROM episodes WHERE group_id = ? ORDER BY idx",
