@@ -9,8 +9,14 @@ string, and, when asked, answers with vLLM's token fields: `prompt_token_ids` on
 per completion token. Like vLLM's default (`--logprobs-mode raw_logprobs`), a token's logprob is
 the model's own, before temperature and top-p. Streamed or not.
 
+`POST /v1/completions` with `prompt` as token ids samples from those ids (edgeroll's token-in
+generation), answering with vLLM's `CompletionLogProbs` and the same token fields; `POST /tokenize`
+renders `messages` (or takes `prompt` text) and answers its ids, as vLLM's does. A client that
+closes a stream (edgeroll interrupting generations for a weight sync) cancels its request: the
+batch stops running it at the next token, so new weights can load at once.
+
 `POST /update_weights {"path", "policy_version"}` loads a checkpoint the trainer wrote, between
-requests; `GET /v1/models` reports the policy version served.
+batches; `GET /v1/models` reports the policy version served.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class Policy:
     def __init__(self, checkpoint: Path, max_batch: int) -> None:
         self.model = tp.load_initial(checkpoint).eval()
         self.version = 0
+        self.cancelled = 0  # requests whose client went away mid-stream (`GET /health`)
         self.max_batch = max_batch
         self.pending: list[tuple[list[int], dict, queue.SimpleQueue]] = []
         self.arrived = threading.Condition()
@@ -50,8 +57,7 @@ class Policy:
             self.model.load_state_dict(state)
             self.version = version
 
-    def generate(self, prompt: list[int], request: dict):
-        """Yields (token id, logprob) as each token is sampled."""
+    def generate(self, prompt: list[int], request: dict) -> "Generation":
         stops = request.get("stop") or []
         settings = {
             "temperature": float(request.get("temperature", 1.0)),
@@ -59,15 +65,13 @@ class Policy:
             "budget": budget_of(request),
             "stops": [stops] if isinstance(stops, str) else stops,
             "generator": torch.Generator().manual_seed(int(request["seed"])) if "seed" in request else None,
+            "cancelled": threading.Event(),
         }
-        out: queue.SimpleQueue = queue.SimpleQueue()
+        generation = Generation(settings)
         with self.arrived:
-            self.pending.append((prompt, settings, out))
+            self.pending.append((prompt, settings, generation.out))
             self.arrived.notify()
-        while (item := out.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        return generation
 
     def schedule(self) -> None:
         while True:
@@ -86,6 +90,28 @@ class Policy:
             except Exception as error:  # a failed batch fails its requests, not the server
                 for _, _, out in batch:
                     out.put(error)
+
+
+class Generation:
+    """One request in the scheduler: iterates (token id, logprob) as each token is sampled;
+    `cancel()` stops it at the batch's next step."""
+
+    def __init__(self, settings: dict) -> None:
+        self.settings = settings
+        self.out: queue.SimpleQueue = queue.SimpleQueue()
+
+    def __iter__(self):
+        while (item := self.out.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def cancel(self) -> None:
+        self.settings["cancelled"].set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.settings["cancelled"].is_set()
 
 
 def budget_of(request: dict) -> int:
@@ -117,7 +143,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(200, {"object": "list", "data": [
                 {"id": MODEL_NAME, "object": "model", "policy_version": self.policy.version}]})
         elif self.path == "/health":
-            self.reply(200, {"ok": True, "policy_version": self.policy.version})
+            self.reply(200, {"ok": True, "policy_version": self.policy.version,
+                             "cancelled_requests": self.policy.cancelled})
         else:
             self.reply(404, {"error": {"message": f"no route GET {self.path}"}})
 
@@ -126,16 +153,56 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/update_weights":
             self.policy.update(body["path"], int(body["policy_version"]))
             self.reply(200, {"ok": True, "policy_version": self.policy.version})
+        elif self.path == "/tokenize":
+            self.tokenize(body)
         elif self.path.endswith("/chat/completions"):
             self.chat(body)
+        elif self.path.endswith("/completions"):
+            self.complete(body)
         else:
             self.reply(404, {"error": {"message": f"no route POST {self.path}"}})
 
+    def too_long(self, prompt: list[int], request: dict) -> bool:
+        budget = budget_of(request)
+        if len(prompt) + budget <= tp.CONTEXT:
+            return False
+        self.reply(400, {"error": {"message": f"This model's maximum context length is {tp.CONTEXT} tokens. However, you requested {len(prompt) + budget} tokens.", "type": "BadRequestError"}})
+        return True
+
+    def tokenize(self, request: dict) -> None:
+        """vLLM's `POST /tokenize`: `messages` through the chat template, or `prompt` as text."""
+        if "messages" in request:
+            text = tp.render(request["messages"], bool(request.get("add_generation_prompt", True)))
+        else:
+            text = request.get("prompt", "")
+        tokens = tp.encode(text)
+        self.reply(200, {"count": len(tokens), "max_model_len": tp.CONTEXT, "tokens": tokens,
+                         "token_strs": None})
+
+    def open_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def sampled(self, steps, send) -> list[tuple[int, float]]:
+        """Streams each sampled token with `send`; a client that went away (edgeroll interrupting
+        a generation for a weight sync) cancels the request, so its batch stops running it."""
+        tokens = []
+        try:
+            for token, lp in steps:
+                tokens.append((token, lp))
+                send(token, lp)
+        except (BrokenPipeError, ConnectionResetError):
+            steps.cancel()
+            self.policy.cancelled += 1
+        return tokens
+
     def chat(self, request: dict) -> None:
         prompt = tp.encode(tp.render(request["messages"]))
-        budget = budget_of(request)
-        if len(prompt) + budget > tp.CONTEXT:
-            self.reply(400, {"error": {"message": f"This model's maximum context length is {tp.CONTEXT} tokens. However, you requested {len(prompt) + budget} tokens.", "type": "BadRequestError"}})
+        if self.too_long(prompt, request):
             return
         ids = request.get("return_token_ids") is True
         logprobs = request.get("logprobs") is True
@@ -152,34 +219,92 @@ class Handler(BaseHTTPRequestHandler):
                 **({"token_ids": [t for t, _ in tokens]} if ids else {}),
             }], "usage": usage(prompt, tokens), **({"prompt_token_ids": prompt} if ids else {})})
             return
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("connection", "close")
-        self.end_headers()
+        self.open_stream()
 
         def send(chunk: dict) -> None:
             data = {**head, "object": "chat.completion.chunk", **chunk}
             self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
 
         send({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                            "logprobs": None, "finish_reason": None}],
               **({"prompt_token_ids": prompt} if ids else {})})
-        tokens = []
-        for token, lp in steps:
-            tokens.append((token, lp))
-            send({"choices": [{
-                "index": 0,
-                "delta": {"content": "" if token == tp.IM_END_ID else tp.VOCAB[token]},
-                **({"logprobs": {"content": [logprob_entry(token, lp)]}} if logprobs else {}),
-                **({"token_ids": [token]} if ids else {}),
-                "finish_reason": None,
-            }]})
+        tokens = self.sampled(steps, lambda token, lp: send({"choices": [{
+            "index": 0,
+            "delta": {"content": "" if token == tp.IM_END_ID else tp.VOCAB[token]},
+            **({"logprobs": {"content": [logprob_entry(token, lp)]}} if logprobs else {}),
+            **({"token_ids": [token]} if ids else {}),
+            "finish_reason": None,
+        }]}))
+        if steps.cancelled:
+            return
         send({"choices": [{"index": 0, "delta": {}, "finish_reason": finish_of(tokens)}]})
         if (request.get("stream_options") or {}).get("include_usage"):
             send({"choices": [], "usage": usage(prompt, tokens)})
         self.wfile.write(b"data: [DONE]\n\n")
-        self.close_connection = True
+
+    def complete(self, request: dict) -> None:
+        """vLLM's `/v1/completions` from token ids (edgeroll's token-in generation, and the
+        continuation of a turn a weight sync interrupted): `prompt` is a list of ids, `logprobs: 0`
+        asks for each sampled token's own, `return_token_ids` puts `prompt_token_ids` (first
+        chunk) and `token_ids` on the choice."""
+        prompt = request.get("prompt")
+        if isinstance(prompt, str):
+            prompt = tp.encode(prompt)
+        if not (isinstance(prompt, list) and all(isinstance(t, int) and 0 <= t < len(tp.VOCAB) for t in prompt)):
+            self.reply(400, {"error": {"message": "prompt must be text or a list of token ids of this model", "type": "BadRequestError"}})
+            return
+        if self.too_long(prompt, request):
+            return
+        ids = request.get("return_token_ids") is True
+        logprobs = request.get("logprobs") is not None
+        head = {"id": f"cmpl-policy-{time.monotonic_ns()}", "created": int(time.time()),
+                "model": MODEL_NAME, "object": "text_completion"}
+
+        def choice(tokens: list[tuple[int, float]], first: bool, finish: str | None) -> dict:
+            return {"index": 0, "text": text_of(tokens),
+                    "logprobs": completion_logprobs(tokens) if logprobs else None,
+                    "finish_reason": finish, "stop_reason": None,
+                    **({"prompt_token_ids": prompt} if ids and first else {}),
+                    **({"token_ids": [t for t, _ in tokens]} if ids else {})}
+
+        steps = self.policy.generate(prompt, request)
+        if not request.get("stream"):
+            tokens = list(steps)
+            self.reply(200, {**head, "choices": [choice(tokens, True, finish_of(tokens))],
+                             "usage": usage(prompt, tokens)})
+            return
+        self.open_stream()
+
+        def send(chunk: dict) -> None:
+            self.wfile.write(f"data: {json.dumps({**head, **chunk})}\n\n".encode())
+            self.wfile.flush()
+
+        first = [True]
+
+        def token_chunk(token: int, lp: float) -> None:
+            send({"choices": [choice([(token, lp)], first[0], None)]})
+            first[0] = False
+
+        tokens = self.sampled(steps, token_chunk)
+        if steps.cancelled:
+            return
+        send({"choices": [choice([], first[0], finish_of(tokens))]})
+        if (request.get("stream_options") or {}).get("include_usage"):
+            send({"choices": [], "usage": usage(prompt, tokens)})
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+def completion_logprobs(tokens: list[tuple[int, float]]) -> dict:
+    """vLLM's `CompletionLogProbs` for `logprobs: 0`: each token's text, offset and own logprob,
+    its `top_logprobs` the sampled token alone."""
+    texts = [tp.VOCAB[t] for t, _ in tokens]
+    offsets, at = [], 0
+    for text in texts:
+        offsets.append(at)
+        at += len(text)
+    return {"text_offset": offsets, "token_logprobs": [lp for _, lp in tokens], "tokens": texts,
+            "top_logprobs": [{text: lp} for text, (_, lp) in zip(texts, tokens)]}
 
 
 def text_of(tokens: list[tuple[int, float]]) -> str:

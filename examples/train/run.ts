@@ -24,8 +24,10 @@ import { join, resolve } from "node:path";
 import pMap from "p-map";
 import { type LocalStack, startLocalStack, stopProcessGroup } from "../../src/cli/local-stack";
 import { freePort } from "../../src/cli/ports";
+import { runSql } from "../../src/cli/sql";
 import { EdgerollClient } from "../../src/client/edgeroll-client";
 import { keepRun, type TrainingPlan, writeTraining } from "./report";
+import { keepSyncRun, type RunSyncsRow, writeSyncReport } from "./sync-report";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const HERE = resolve(import.meta.dirname);
@@ -42,6 +44,15 @@ const option = (name: string, fallback: number) => {
 };
 const quick = flag("quick");
 const control = flag("control");
+/** Overlapped steps, synced by interrupting (`--sync interrupt`) or holding (`--sync hold`). */
+const overlap = flag("overlap");
+const sync = (() => {
+  const at = argv.indexOf("--sync");
+  const value = at === -1 ? "interrupt" : argv[at + 1];
+  if (value !== "interrupt" && value !== "hold")
+    throw new Error(`--sync takes interrupt or hold, not ${value}`);
+  return value;
+})();
 const seed = option("seed", 1);
 /**
  * What the RL step trains: the final layer norm alone (docs/training.md says why: on this model
@@ -240,6 +251,7 @@ try {
     .concat(["--mismatch-bound", String(MISMATCH_BOUND)])
     .concat(["--eval-every", String(plan.evalEvery), "--eval-examples", String(plan.evalExamples)])
     .concat(["--eval-group-size", String(plan.evalGroupSize)])
+    .concat(overlap ? ["--overlap", "--sync", sync] : [])
     // A full run keeps its warm-up, so the seed's control (or RL run) starts from the same weights.
     .concat(quick ? [] : ["--warm-up-cache", join(ROOT, ".cache/train-warm-up")]);
   trainer = spawn(PYTHON, args, {
@@ -285,7 +297,20 @@ try {
       max: Math.max(...loadSamples),
     },
   };
-  if (quick)
+  if (overlap) {
+    // What SQL recorded of the run's syncs, read from the Worker's own D1 before it stops.
+    const [row] = runSql(
+      "SELECT syncs, interrupted, stall_ms_mean, stall_ms_max, kept_tokens, discarded_tokens FROM run_syncs WHERE run_id = 'train-example'",
+      { persistTo: stack.persistTo },
+    );
+    say(`run_syncs: ${JSON.stringify(row ?? null)}`);
+    const syncRun = { ...summary, sync, run_syncs: (row ?? null) as RunSyncsRow | null };
+    if (quick) say("quick run: figures printed only");
+    else {
+      say(`kept ${keepSyncRun(syncRun)}`);
+      if (writeSyncReport(syncRun)) say("rewrote docs/training-sync.md from the kept sync runs");
+    }
+  } else if (quick)
     say("quick run: figures printed only; `npm run train:example` writes docs/training-results.md");
   else {
     const kept = keepRun(summary);

@@ -156,6 +156,97 @@ class TokenPath(unittest.TestCase):
             path = tp.save(self.model, self.checkpoint, 0)
             train.post(f"{self.url}/update_weights", {"path": str(path), "policy_version": 0})
 
+    def test_token_in_completions_continue_from_kept_ids(self) -> None:
+        # edgeroll's token-in turn: the prompt's ids from /tokenize, the completion from ids.
+        tokenized = post_json(f"{self.url}/tokenize", {"model": "policy", "messages": MESSAGES,
+                                                      "add_generation_prompt": True})
+        prompt = tokenized["tokens"]
+        self.assertEqual(prompt, tp.encode(tp.render(MESSAGES)))
+        first = complete(self.url, prompt, max_tokens=6, seed=11)
+        self.assertEqual(first["prompt_token_ids"], prompt)
+        self.assertEqual(len(first["token_ids"]), 6)
+        # A weight sync cut the turn after 6 tokens: the continuation's prompt is the prompt's ids
+        # and the kept ones, under the new weights; the turn is both, each token with its logprob.
+        changed = tp.build_model(seed=6)
+        path = tp.save(changed, self.checkpoint, 1)
+        train.post(f"{self.url}/update_weights", {"path": str(path), "policy_version": 1})
+        try:
+            rest = complete(self.url, prompt + first["token_ids"], max_tokens=12, seed=12)
+        finally:
+            path = tp.save(self.model, self.checkpoint, 0)
+            train.post(f"{self.url}/update_weights", {"path": str(path), "policy_version": 0})
+        self.assertEqual(rest["prompt_token_ids"], prompt + first["token_ids"])
+        sample = sample_of(prompt, first["token_ids"] + rest["token_ids"], first["logprobs"] + rest["logprobs"])
+        sample["policy_versions"] = [-1] * len(prompt) + [0] * 6 + [1] * len(rest["token_ids"])
+        # Each version's tokens match the weights that sampled them, and only those.
+        self.assertLess(train.mismatch(self.model, [sample], 0)["mean_abs"], 1e-5)
+        self.assertEqual(train.mismatch(self.model, [sample], 0)["tokens"], 6)
+        self.assertLess(train.mismatch(changed, [sample], 1)["mean_abs"], 1e-5)
+        self.assertGreater(train.mismatch(self.model, [sample])["mean_abs"], 1e-3)
+
+    def test_a_closed_stream_cancels_its_request(self) -> None:
+        before = health(self.url)["cancelled_requests"]
+        prompt = tp.encode(tp.render(MESSAGES))
+        # The seed's generation runs long (seeded: the same tokens streamed or not), so it is
+        # still running when the client goes away.
+        whole = complete(self.url, prompt, max_tokens=400, seed=13)
+        self.assertGreater(len(whole["token_ids"]), 100)
+        body = {"model": "policy", "prompt": prompt, "max_tokens": 400,
+                "temperature": 1.0, "seed": 13, "stream": True, "logprobs": 0}
+        request = urllib.request.Request(f"{self.url}/v1/completions", json.dumps(body).encode(),
+                                         {"content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            response.readline()  # the first chunk: the generation is running
+        # Closed, as edgeroll closes a generation it interrupts: the server notices at its next
+        # token and cancels the request.
+        deadline = time.monotonic() + 20
+        while health(self.url)["cancelled_requests"] == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(health(self.url)["cancelled_requests"], before + 1)
+
+    def test_a_cancelled_row_leaves_the_batch_at_the_next_step(self) -> None:
+        cancel = threading.Event()
+        prompt = tp.encode(tp.render(MESSAGES))
+        settings = [{"temperature": 1.0, "top_p": 1.0, "budget": 40, "stops": [],
+                     "generator": torch.Generator().manual_seed(s), "cancelled": e}
+                    for s, e in ((1, cancel), (2, None))]
+        emitted: dict[int, int] = {0: 0, 1: 0}
+        for step, rows in enumerate(tp.generate_batch(self.model, [prompt, prompt], settings)):
+            for row, _, _ in rows:
+                emitted[row] += 1
+            if step == 2:
+                cancel.set()
+        self.assertEqual(emitted[0], 3)  # steps 0, 1 and 2, then nothing
+        self.assertGreater(emitted[1], 3)
+
+
+def post_json(url: str, body: dict) -> dict:
+    return train.post(url, body)
+
+
+def health(url: str) -> dict:
+    with urllib.request.urlopen(f"{url}/health", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def complete(url: str, prompt: list[int], max_tokens: int, seed: int) -> dict:
+    """A streamed `/v1/completions` from ids in vLLM's shape, folded: prompt ids, ids, logprobs."""
+    body = {"model": "policy", "prompt": prompt, "max_tokens": max_tokens, "temperature": 1.0,
+            "seed": seed, "logprobs": 0, "return_token_ids": True, "stream": True}
+    request = urllib.request.Request(f"{url}/v1/completions", json.dumps(body).encode(),
+                                     {"content-type": "application/json"})
+    folded = {"prompt_token_ids": None, "token_ids": [], "logprobs": [], "text": ""}
+    with urllib.request.urlopen(request, timeout=60) as response:
+        for line in response.read().decode().splitlines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            for choice in json.loads(line[6:])["choices"]:
+                folded["prompt_token_ids"] = folded["prompt_token_ids"] or choice.get("prompt_token_ids")
+                folded["token_ids"] += choice.get("token_ids", [])
+                folded["logprobs"] += (choice.get("logprobs") or {}).get("token_logprobs", [])
+                folded["text"] += choice["text"]
+    return folded
+
 
 if __name__ == "__main__":
     torch.set_num_threads(1)

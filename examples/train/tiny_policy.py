@@ -117,7 +117,9 @@ def generate_batch(model: GPT2LMHeadModel, prompts: list[list[int]], settings: l
     (row, token id, logprob) of every row still running. Prompts are left-padded, so each row's
     positions count from its own first token; a row stops on `<|im_end|>`, its budget or one of
     its stop strings. The logprob is the model's own (before temperature and top-p), as vLLM
-    reports by default. `settings[i]` holds `temperature`, `top_p`, `budget`, `stops`, `generator`."""
+    reports by default. `settings[i]` holds `temperature`, `top_p`, `budget`, `stops`, `generator`,
+    and may hold `cancelled` (a threading.Event): once set, the row stops at the next step, as a
+    host stops a request whose client went away, so the batch ends without running it out."""
     width = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), width), PAD_ID)
     attention = torch.zeros((len(prompts), width), dtype=torch.long)
@@ -131,6 +133,9 @@ def generate_batch(model: GPT2LMHeadModel, prompts: list[list[int]], settings: l
     texts = [""] * len(prompts)
     next_position = positions[:, -1] + 1
     for step in range(max(s["budget"] for s in settings)):
+        running = [row for row in running if not cancelled(settings[row])]
+        if not running:
+            return
         logprobs = torch.log_softmax(logits.float(), dim=-1)
         tokens = torch.full((len(prompts),), PAD_ID)
         emitted = []
@@ -159,6 +164,11 @@ def generate_batch(model: GPT2LMHeadModel, prompts: list[list[int]], settings: l
                     position_ids=next_position.unsqueeze(1), past_key_values=past, use_cache=True)
         past, logits = out.past_key_values, out.logits[:, -1]
         next_position = next_position + 1
+
+
+def cancelled(settings: dict) -> bool:
+    event = settings.get("cancelled")
+    return event is not None and event.is_set()
 
 
 def sample(logprobs: torch.Tensor, temperature: float, top_p: float, generator) -> int:

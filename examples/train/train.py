@@ -12,11 +12,18 @@ importance ratio against those logprobs, pushes the new weights to the server, a
 Every `--eval-every` steps (and after the last) it also plays the held-out drills, which
 nothing trains on, as groups of a run of their own, reads them back and acks them untrained.
 With `--lr 0` (the control) the weights stay the warm-up's.
+
+With `--overlap`, the next step's groups (token-in) generate while the trainer updates, and each
+weight sync pauses the run mid-generation: `--sync interrupt` (the default) aborts what is in
+flight, which edgeroll keeps and continues under the new weights; `--sync hold` waits for it to
+finish. Each sync's stall (pause to nothing in flight) is in the results, and every token of a
+batch is checked against the weights that sampled it (its `policy_versions`).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import random
@@ -119,9 +126,11 @@ def cached_warm_up(model, examples, args, rng: random.Random) -> dict:
 
 # --- reinforcement learning -------------------------------------------------------------------
 
-def mismatch(model, samples: list[dict]) -> dict:
+def mismatch(model, samples: list[dict], version: int | None = None) -> dict:
     """How far the logprobs recomputed now sit from the host's, over the sampled tokens: the
-    mean absolute difference and the k3 estimate of KL(host || trainer)."""
+    mean absolute difference and the k3 estimate of KL(host || trainer). With `version`, over
+    the tokens that version sampled alone (`policy_versions`): an overlapped step's batch also
+    holds tokens of the version before, whose logprobs are rightly another policy's."""
     if not samples:
         return {"mean_abs": float("nan"), "kl": float("nan"), "tokens": 0}
     model.eval()
@@ -129,6 +138,9 @@ def mismatch(model, samples: list[dict]) -> dict:
         new = tp.token_logprobs(model, [s["token_ids"] for s in samples])
     old = tp.padded([s["logprobs"] for s in samples], new.shape[1])
     m = tp.padded([s["mask"] for s in samples], new.shape[1]).bool()
+    if version is not None:
+        sampled_by = tp.padded([[float(v) for v in s["policy_versions"]] for s in samples], new.shape[1])
+        m &= sampled_by == version
     d = (new - old)[m]
     k = torch.exp(d) - 1 - d
     return {"mean_abs": float(d.abs().mean()), "kl": float(k.mean()), "tokens": int(d.numel())}
@@ -257,6 +269,46 @@ def wait_landed(client: EdgerollClient, group_ids: list[str], timeout: float = 6
         client.wait_for_group(group_id, timeout=timeout)
 
 
+def start_step(client: EdgerollClient, args, examples: list[dict], step: int) -> list[str]:
+    """Starts a step's training groups. Synchronous steps name their version; overlapped ones
+    take the run's policy (set by the trainer at each sync) and generate from token ids, so a
+    turn cut by a sync is continued token-exact under the new weights."""
+    group_ids = []
+    for g in range(args.groups):
+        example = examples[(step * args.groups + g) % len(examples)]
+        started_group = client.start_group({
+            "env": ENV, "example": example, "group_size": args.group_size,
+            "run_id": args.run, "tokens": "required",
+            **({"generation": "tokens"} if args.overlap else {"policy_version": step}),
+            "credit_assignment": "per_turn", "advantage": "mean_std",
+            "sampling": {"model": "policy", "temperature": 1.0, "top_p": 1.0,
+                         "max_completion_tokens": 48, "seed": args.seed * 100_000 + step * 100 + g},
+            "max_context_tokens": tp.CONTEXT,
+        }, idempotency_key=f"{args.run}:{step}:{g}")
+        group_ids.append(started_group["group_id"])
+    return group_ids
+
+
+def weight_sync(client: EdgerollClient, args, path: Path, version: int) -> dict:
+    """An overlapped step's weight sync while the next step's groups generate: pause the run
+    (with `--sync interrupt`, aborting its generations in flight), wait until nothing of it is in
+    flight, load the weights, resume at the new version. The stall is the pause to idle."""
+    t0 = time.monotonic()
+    answer = client.set_policy(args.run, version - 1, paused=True,
+                               interrupt=True if args.sync == "interrupt" else None)
+    told_all = answer["groups_notified"] >= answer["groups_running"]
+    if not (told_all and answer["in_flight_generations"] == 0):
+        client.wait_idle(args.run, interval=0.02)
+    stall = time.monotonic() - t0
+    post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": version})
+    load = time.monotonic() - t0 - stall
+    client.set_policy(args.run, version, paused=False)
+    return {"stall_ms": stall * 1000, "load_ms": load * 1000,
+            # hold: the generations the sync waited for; interrupt: 0 once every cut is recorded
+            "in_flight_in_answer": answer["in_flight_generations"],
+            "groups_running": answer["groups_running"]}
+
+
 def train(args) -> int:
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
@@ -266,7 +318,9 @@ def train(args) -> int:
     started = time.monotonic()
     results: dict = {"reward_by_step": [], "success_by_step": [], "mismatch_by_step": [],
                      "kl_by_step": [], "tokens_by_step": [], "seconds_by_step": [],
-                     "rollout_seconds_by_step": []}
+                     "rollout_seconds_by_step": [], "syncs": [],
+                     "previous_version_tokens_by_step": [], "previous_mismatch_by_step": [],
+                     "overlap": args.overlap, "sync": args.sync if args.overlap else None}
 
     examples = examples_from(args.dataset)
     heldout = examples_from(args.heldout)[: args.eval_examples]
@@ -294,29 +348,31 @@ def train(args) -> int:
         print(f"held-out at v{version}: reward {row['reward']:.3f} ± {row['se']:.3f} (SE) "
               f"success {row['success']:.2f} over {row['episodes']} episodes", flush=True)
 
+    # Overlapped: a step's groups generate while the trainer updates on the step before (one
+    # step off-policy at most), and each sync cuts them mid-turn (`--sync interrupt`) or waits
+    # for them (`--sync hold`). The trainer keeps the weights before its last update, to check
+    # the tokens the version before sampled against the weights that sampled them.
+    behind = None
+    if args.overlap:
+        client.set_policy(args.run, 0, max_lag=1)
+        pending = start_step(client, args, examples, 0)
     for step in range(args.steps):
         t0 = time.monotonic()
         # The held-out drills play beside the step's training groups, with the same weights.
         evaluation = start_eval(client, args, heldout, step) if step % args.eval_every == 0 else None
-        group_ids = []
-        for g in range(args.groups):
-            example = examples[(step * args.groups + g) % len(examples)]
-            started_group = client.start_group({
-                "env": ENV, "example": example, "group_size": args.group_size,
-                "run_id": args.run, "policy_version": step, "tokens": "required",
-                "credit_assignment": "per_turn", "advantage": "mean_std",
-                "sampling": {"model": "policy", "temperature": 1.0, "top_p": 1.0,
-                             "max_completion_tokens": 48, "seed": args.seed * 100_000 + step * 100 + g},
-                "max_context_tokens": tp.CONTEXT,
-            }, idempotency_key=f"{args.run}:{step}:{g}")
-            group_ids.append(started_group["group_id"])
-        wait_landed(client, group_ids)
-        if evaluation:
-            evaluated(*evaluation, step)
+        if args.overlap:
+            group_ids = pending
+            wait_landed(client, group_ids)
+            pending = start_step(client, args, examples, step + 1) if step + 1 < args.steps else []
+        else:
+            group_ids = start_step(client, args, examples, step)
+            wait_landed(client, group_ids)
+            if evaluation:
+                evaluated(*evaluation, step)
         rollout_seconds = time.monotonic() - t0
         with client.leased(max_groups=args.groups, run_id=args.run, include=["tokens"],
                            token_encoding="base64", current_policy_version=step,
-                           max_policy_lag=0, skip_uniform_groups=False) as batch:
+                           max_policy_lag=1 if args.overlap else 0, skip_uniform_groups=False) as batch:
             episodes = [e for g in batch.groups for e in g["episodes"]]
             samples = [decode_sample(s) for e in episodes for s in e["samples"]]
             rewards = [e["reward"] for e in episodes if e["reward"] is not None]
@@ -324,13 +380,32 @@ def train(args) -> int:
             if inexact:
                 raise SystemExit(f"step {step}: {len(inexact)} episodes without exact tokens: "
                                  f"{inexact[0].get('token_mode_reason')}")
-            check = mismatch(model, samples)  # before this batch's update: same weights as the host
-            check_on_policy(check, args.mismatch_bound)
+            # Before this batch's update: the weights that sampled each token checked.
+            check = mismatch(model, samples, step if args.overlap else None)
+            if check["tokens"] or not args.overlap:
+                check_on_policy(check, args.mismatch_bound)
+            if args.overlap and behind is not None:
+                previous = mismatch(behind, samples, step - 1)
+                if previous["tokens"]:
+                    check_on_policy(previous, args.mismatch_bound)
+                results["previous_version_tokens_by_step"].append(previous["tokens"])
+                results["previous_mismatch_by_step"].append(previous["mean_abs"])
+                check = check if check["tokens"] else previous
+            if args.overlap:
+                behind = copy.deepcopy(model)
             # At lr 0 (the control) an update moves no weight: skipped, the digest shows it.
             loss = grpo_update(model, optimizer, samples, args.epochs, args.minibatches, rng) \
                 if args.lr > 0 else 0.0
         path = tp.save(model, args.checkpoint, step + 1)
-        post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": step + 1})
+        if args.overlap:
+            if evaluation:  # landed before the sync: each held-out group plays one version
+                evaluated(*evaluation, step)
+            sync = weight_sync(client, args, path, step + 1)
+            results["syncs"].append({"step": step, **sync})
+            print(f"sync to v{step + 1} ({args.sync}): stalled {sync['stall_ms']:.0f} ms, "
+                  f"loaded in {sync['load_ms']:.0f} ms", flush=True)
+        else:
+            post(f"{args.policy_admin}/update_weights", {"path": str(path), "policy_version": step + 1})
         mean = sum(rewards) / max(len(rewards), 1)
         success = sum(1 for e in episodes if e["success"]) / max(len(episodes), 1)
         results["reward_by_step"].append(mean)
@@ -392,6 +467,10 @@ def main() -> int:
     p_train.add_argument("--minibatches", type=int, default=2, help="optimizer steps per pass")
     p_train.add_argument("--seed", type=int, default=1)
     p_train.add_argument("--mismatch-bound", type=float, default=MISMATCH_BOUND)
+    p_train.add_argument("--overlap", action="store_true",
+                         help="generate the next step's groups (token-in) while training; sync weights mid-generation")
+    p_train.add_argument("--sync", choices=["interrupt", "hold"], default="interrupt",
+                         help="with --overlap: abort generations in flight at a sync (kept and continued), or wait for them")
     p_train.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     return init(args) if args.command == "init" else train(args)

@@ -178,8 +178,11 @@ describe("restarts", () => {
     }
 
     const group = await waitForGroup(id);
-    expect(group.status).toBe("landed");
     const [lost, ...rest] = group.episodes;
+    // Each episode's own outcome first: a wrong group status alone would not say which failed, or why.
+    expect(
+      rest.map((e) => [e.state, e.end_reason ?? e.failure_reason, e.failure_detail ?? null]),
+    ).toEqual(rest.map(() => ["completed", END.max_turns, null]));
     expect(lost).toMatchObject({
       state: "failed",
       failure_reason: END.redispatch_limit,
@@ -191,6 +194,7 @@ describe("restarts", () => {
       rest.map(() => ["completed", END.max_turns, losses + 2, 0]),
     );
     expect(rest.every((e) => e.score === 1)).toBe(true);
+    expect(group.status).toBe("landed");
     await expectLandedOnce(id, 3);
     expect(await storageTables(groupStub(id))).toEqual([]);
   });
