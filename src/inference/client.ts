@@ -19,7 +19,7 @@ import {
   postJson,
   type RetryOptions,
 } from "./retries";
-import { type PartialCompletion, parseCompletionStream, readCompletionStream } from "./stream";
+import { parseCompletionStream, readCompletionStream, type StreamProgress } from "./stream";
 import { TokenFieldReader, type TokenFields } from "./token-fields";
 
 export type { GenerationFailure };
@@ -72,7 +72,7 @@ export interface GenerateOptions extends Omit<RetryOptions, "retryRefusal" | "el
    * Filled with a view of the stream of the attempt under way, as it arrives (null while none
    * is read as it arrives): what an abort cut short, for its caller to keep or count.
    */
-  inProgress?: { sofar: (() => PartialCompletion) | null };
+  inProgress?: StreamProgress;
 }
 
 /** A 4xx that names a token field refused that field, not the generation. */
@@ -124,7 +124,7 @@ async function sendOnce(
   sessionId: string | undefined,
   inProgress: GenerateOptions["inProgress"],
 ): Promise<Completion> {
-  if (inProgress) inProgress.sofar = null;
+  if (inProgress) inProgress.stream = null;
   const url = `${baseOf(endpoint)}${completionPath(request)}`;
   const response = await postJson(
     url,
@@ -142,8 +142,8 @@ async function sendOnce(
     if (!streamed || !response.body) return await readJson(response, request.tokens);
     return readWhole
       ? parseCompletionStream(await response.text(), request.tokens)
-      : await readCompletionStream(response.body, request.tokens, (sofar) => {
-          if (inProgress) inProgress.sofar = sofar;
+      : await readCompletionStream(response.body, request.tokens, (stream) => {
+          if (inProgress) inProgress.stream = stream;
         });
   } catch (error) {
     if (signal.aborted || error instanceof InferenceError) throw error;

@@ -175,24 +175,73 @@ export function parseCompletionStream(text: string, wantTokens = false): Complet
 }
 
 /**
+ * A stream being read, for whoever may cut it short (an interrupting pause): what has arrived so
+ * far, and a way to stop once what has already arrived is read.
+ */
+/** Where a generation's call puts the stream it is reading, if any (none before its headers). */
+export interface StreamProgress {
+  stream: StreamWatch | null;
+}
+
+export interface StreamWatch {
+  sofar(): PartialCompletion;
+  /**
+   * Reads on while the host's bytes keep arriving at once (each read given DRAIN_IDLE_MS, all of
+   * them DRAIN_MAX_MS), then calls `stop`, which aborts the call. Bytes the host had sent before
+   * the cut but that were not yet read (a busy thread reads late) are kept, not lost.
+   */
+  drain(stop: () => void): void;
+}
+
+/** A drain's read that takes longer than this finds nothing already arrived: the drain stops. */
+export const DRAIN_IDLE_MS = 5;
+/** A drain stops after this however much keeps arriving (a host that streams without pause). */
+export const DRAIN_MAX_MS = 50;
+
+/**
  * Reads server-sent events off the body as they arrive; a broken body fails here. `watch` is
- * handed a view of what has arrived so far, for whoever aborts the read to see what it cut.
+ * handed the stream while it is read, for whoever cuts the read short to see what it cut.
  */
 export async function readCompletionStream(
   body: ReadableStream<Uint8Array>,
   wantTokens = false,
-  watch?: (sofar: () => PartialCompletion) => void,
+  watch?: (stream: StreamWatch) => void,
 ): Promise<Completion> {
   const events = collector(wantTokens);
-  watch?.(() => events.completion.partial());
   const reader = body.getReader();
   const decoder = new TextDecoder();
+  // A drain: each read that brings bytes re-arms the timer; the first that does not within
+  // DRAIN_IDLE_MS (or DRAIN_MAX_MS in all) calls `stop`, whose abort breaks the pending read.
+  let stop: (() => void) | null = null;
+  let finished = false;
+  let drainEndsAt = 0;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const disarm = () => {
+    if (timer !== null) clearTimeout(timer);
+  };
+  const arm = () => {
+    disarm();
+    const wait = Math.max(0, Math.min(DRAIN_IDLE_MS, drainEndsAt - Date.now()));
+    timer = setTimeout(() => stop?.(), wait);
+  };
+  watch?.({
+    sofar: () => events.completion.partial(),
+    drain: (then) => {
+      // Read whole already: nothing to cut, the answer stands.
+      if (stop !== null || finished) return;
+      stop = then;
+      drainEndsAt = Date.now() + DRAIN_MAX_MS;
+      arm();
+    },
+  });
   try {
     while (events.failure() === null && !events.completion.sawDone) {
       const { done, value } = await reader.read();
       if (done) break;
       events.feed(decoder.decode(value, { stream: true }));
+      if (stop !== null) arm();
     }
+    disarm();
     // Read to the end after [DONE] (usually nothing left): cheaper than cancelling the body. The
     // completion is whole by then: an abort or a break in that last read loses nothing.
     try {
@@ -203,6 +252,8 @@ export async function readCompletionStream(
       ) {}
     } catch {}
   } finally {
+    finished = true;
+    disarm();
     if (events.failure() !== null) reader.cancel().catch(() => {});
   }
   return events.result();

@@ -1,7 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type GenerationOutcome, generate } from "../../src/inference/client";
-import { parseCompletionStream, readCompletionStream } from "../../src/inference/stream";
+import {
+  DRAIN_MAX_MS,
+  parseCompletionStream,
+  readCompletionStream,
+  type StreamWatch,
+} from "../../src/inference/stream";
 import type { ChatMessage } from "../../src/sdk";
 
 const messages: ChatMessage[] = [
@@ -149,6 +154,85 @@ describe("the inference client", () => {
     expect(() => parseCompletionStream(cut)).toThrow(/ended before the completion finished/);
     const cutBody = new Response(cut).body as ReadableStream<Uint8Array>;
     await expect(readCompletionStream(cutBody)).rejects.toThrow(/ended before/);
+  });
+
+  describe("draining a stream an interrupt cuts", () => {
+    const event = (choice: object) =>
+      new TextEncoder().encode(
+        `data: ${JSON.stringify({ choices: [{ index: 0, ...choice }] })}\n\n`,
+      );
+    /** A body the test feeds by hand, read as the client reads one; `cut` errors it as an abort does. */
+    function hostStream() {
+      let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
+      const body = new ReadableStream<Uint8Array>({
+        start: (c) => {
+          controller = c;
+        },
+      });
+      const seen: { watch: StreamWatch | null } = { watch: null };
+      const read = readCompletionStream(body, false, (watch) => {
+        seen.watch = watch;
+      });
+      const watch = () => {
+        if (seen.watch === null) throw new Error("the stream is not being read");
+        return seen.watch;
+      };
+      return {
+        read,
+        watch,
+        send: (text: string) => controller?.enqueue(event({ text, finish_reason: null })),
+        finish: () => {
+          controller?.enqueue(event({ text: "", finish_reason: "stop" }));
+          controller?.enqueue(new TextEncoder().encode("data: [DONE]\n\n"));
+          controller?.close();
+        },
+        cut: () => controller?.error(new Error("aborted")),
+      };
+    }
+    const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+    it("reads what had already arrived before the cut, then stops", async () => {
+      const host = hostStream();
+      host.send("a");
+      await tick(5);
+      // Sent before the interrupt, not yet read (a busy thread reads late): kept, not lost.
+      for (const text of ["b", "c", "d"]) host.send(text);
+      let cutAt: string | null = null;
+      host.watch().drain(() => {
+        cutAt = host.watch().sofar().content;
+        host.cut();
+      });
+      await expect(host.read).rejects.toThrow("aborted");
+      expect(cutAt).toBe("abcd");
+    });
+
+    it("stops after DRAIN_MAX_MS against a host that never pauses", async () => {
+      const host = hostStream();
+      const sending = setInterval(() => host.send("x"), 1);
+      const asked = Date.now();
+      let cutAfter = -1;
+      host.watch().drain(() => {
+        cutAfter = Date.now() - asked;
+        host.cut();
+      });
+      await expect(host.read).rejects.toThrow("aborted");
+      clearInterval(sending);
+      expect(cutAfter).toBeGreaterThanOrEqual(DRAIN_MAX_MS - 1);
+      expect(cutAfter).toBeLessThan(DRAIN_MAX_MS + 200);
+    });
+
+    it("keeps a generation that finishes while it drains, and cuts nothing after the end", async () => {
+      const host = hostStream();
+      host.send("whole");
+      await tick(1);
+      let cuts = 0;
+      host.watch().drain(() => cuts++);
+      host.finish();
+      expect(await host.read).toMatchObject({ content: "whole", finishReason: "stop" });
+      host.watch().drain(() => cuts++);
+      await tick(DRAIN_MAX_MS + 20);
+      expect(cuts).toBe(0);
+    });
   });
 
   it("marks a completion cut by max_completion_tokens with finish_reason length", async () => {

@@ -4,6 +4,8 @@
  * one host (a rolling sync); a group cancelled as stale aborts them through its own signal.
  */
 
+import type { StreamProgress } from "../../inference/stream";
+
 /** A generation on its way: what aborts it, and whether an interrupt did. */
 export interface Flight {
   /** Aborted if the group is cancelled, or an interrupt reaches it. */
@@ -17,6 +19,8 @@ export interface Flight {
 interface InFlight {
   host: string;
   abort: AbortController;
+  /** The stream its call is reading, if any: an interrupt drains it before the abort. */
+  progress: StreamProgress;
   interrupted: boolean;
   /** Detaches its abort from the group's cancellation once it is over. */
   detach: () => void;
@@ -33,8 +37,11 @@ export class Flights {
   /** Generations an interrupt aborted that have not yet recorded what it left of them. */
   private readonly unrecorded = new Map<number, () => void>();
 
-  /** An episode's generation goes out to `host`; `landed` once it is over, however it ended. */
-  takeOff(idx: number, host: string, cancel: AbortSignal): Flight {
+  /**
+   * An episode's generation goes out to `host`; `landed` once it is over, however it ended. Its
+   * call puts the stream it reads in `progress`.
+   */
+  takeOff(idx: number, host: string, cancel: AbortSignal, progress: StreamProgress): Flight {
     this.landed(idx);
     // One controller per generation, listening to the group's cancellation: a composite
     // signal made per call would stay attached to the group's long-lived one.
@@ -45,6 +52,7 @@ export class Flights {
     const flight: InFlight = {
       host,
       abort,
+      progress,
       interrupted: false,
       detach: () => cancel.removeEventListener("abort", onCancel),
     };
@@ -74,7 +82,11 @@ export class Flights {
       if (host !== null && flight.host !== host) continue;
       recorded.push(new Promise<void>((resolve) => this.unrecorded.set(idx, resolve)));
       flight.interrupted = true;
-      flight.abort.abort(new Error("interrupted for a weight sync"));
+      const abort = () => flight.abort.abort(new Error("interrupted for a weight sync"));
+      // A stream being read is read on while its bytes arrive at once (what the host sent before
+      // the cut, not yet read on a busy thread), then aborted; any other call at once.
+      if (flight.progress.stream) flight.progress.stream.drain(abort);
+      else abort();
       this.landed(idx);
     }
     if (recorded.length === 0) return Promise.resolve();

@@ -8,7 +8,7 @@ import { generationDeadlineMs } from "../../config";
 import type { Grant } from "../../fleet/fleet-api";
 import { generate, type InferenceEndpoint } from "../../inference/client";
 import type { InferenceError } from "../../inference/failures";
-import type { PartialCompletion } from "../../inference/stream";
+import type { StreamProgress } from "../../inference/stream";
 import type { ChatMessage } from "../../sdk";
 import type { GroupRuntime } from "../group-runtime";
 import { episodeId, generationSeed } from "../group-spec";
@@ -146,8 +146,8 @@ async function attempt(
   rt.policy.recordSend(idx, turn, grant.policyVersion);
   const wantsTokens = rt.generation.tokens.ask(store.tokens.mode(idx));
   const sentTo = grant.host;
-  const flight = rt.policy.flights.takeOff(idx, grant.host, rt.policy.signal);
-  const inProgress: { sofar: (() => PartialCompletion) | null } = { sofar: null };
+  const inProgress: StreamProgress = { stream: null };
+  const flight = rt.policy.flights.takeOff(idx, grant.host, rt.policy.signal, inProgress);
   const outcome = await generate(
     { baseUrl: grant.host, apiKey: rt.generation.apiKey },
     {
@@ -197,7 +197,7 @@ async function attempt(
     // Aborted by an interrupting pause: what it had produced is kept (a token-in turn, which
     // goes on from it) or counted and dropped; it is sent again, under the version the run
     // resumes at, once admitted after the resume.
-    recordInterrupted(rt, idx, { prompt, kept }, inProgress.sofar?.());
+    recordInterrupted(rt, idx, { prompt, kept }, inProgress.stream?.sofar());
     await rt.writeTurn();
     rt.policy.flights.recorded(idx);
     return QUEUED;
