@@ -1,6 +1,8 @@
 /**
- * `npm run train:example [-- --quick] [-- --seed N] [-- --control] [-- --steps N]`: a real policy
- * learns through edgeroll, end to end, on this CPU; `--control` is the same run at learning rate 0.
+ * `npm run train:example [-- --quick] [-- --seed N] [-- --control] [-- --steps N] [-- --epochs N]
+ * [-- --minibatches N] [-- --overlap [--sync interrupt|hold]]`: a real policy learns through
+ * edgeroll, end to end, on this CPU; `--control` is the same run at learning rate 0; `--overlap`
+ * trains while the next step generates and syncs weights mid-generation (docs/training.md).
  *
  * 1. Python: a virtual environment under the project (.venv-train/) with torch, transformers and
  *    edgeroll's own package (python/, editable: edgeroll_client, which train.py imports).
@@ -80,8 +82,8 @@ const plan: TrainingPlan = quick
       groupSize: 8,
       sftSteps: 500,
       sftGroupSize: 4,
-      epochs: 3,
-      minibatches: 2,
+      epochs: option("epochs", 3),
+      minibatches: option("minibatches", 2),
       lr: control ? 0 : option("lr", 1e-2),
       trainable: FINAL_NORM,
       evalEvery: 4,

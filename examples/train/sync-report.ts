@@ -116,7 +116,10 @@ all ran on it.
 
 **The runs.** The training example of [training-results.md](training-results.md), overlapped:
 ${p.steps} GRPO steps of ${p.groups} groups of ${p.groupSize} episodes, token-in
-(\`generation: "tokens"\`), same seed, same warm-up. While the trainer updates on step *k*, the
+(\`generation: "tokens"\`), ${p.epochs} pass${p.epochs === 1 ? "" : "es"} of ${p.minibatches} minibatch${p.minibatches === 1 ? "" : "es"} an update, same seed, same warm-up.
+(Fewer than the learning runs' 3 passes of 2: an update that outlasts the next step's rollout
+leaves nothing in flight at its sync, and then neither mode stalls. With the update shorter than
+the rollout, as on a GPU fleet with long generations, each sync lands mid-generation.) While the trainer updates on step *k*, the
 groups of step *k + 1* already generate with version *k*; then the trainer syncs its weights to
 the policy server in the middle of their generations. **Hold** pauses the run and waits until
 nothing is in flight (the generations finish first); **interrupt** pauses with
