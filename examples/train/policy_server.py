@@ -41,11 +41,14 @@ class Policy:
     for the next one, and each batch decodes all of its requests together (one forward pass a
     token for the whole batch, as a real host batches), each with its own sampling settings."""
 
-    def __init__(self, checkpoint: Path, max_batch: int) -> None:
+    def __init__(self, checkpoint: Path, max_batch: int, token_ms: float = 0.0) -> None:
         self.model = tp.load_initial(checkpoint).eval()
         self.version = 0
         self.cancelled = 0  # requests whose client went away mid-stream (`GET /health`)
         self.max_batch = max_batch
+        # A decoding step takes at least this long: the per-token latency of a larger model on
+        # an accelerator, for runs that need generations to outlast the trainer's update.
+        self.token_s = token_ms / 1000
         self.pending: list[tuple[list[int], dict, queue.SimpleQueue]] = []
         self.arrived = threading.Condition()
         self.weights = threading.Lock()  # held by a batch, so new weights land between batches
@@ -82,9 +85,13 @@ class Policy:
             try:
                 with self.weights:
                     steps = tp.generate_batch(self.model, [p for p, _, _ in batch], [s for _, s, _ in batch])
+                    began = time.monotonic()
                     for emitted in steps:
+                        if self.token_s:
+                            time.sleep(max(0.0, began + self.token_s - time.monotonic()))
                         for row, token, logprob in emitted:
                             batch[row][2].put((token, logprob))
+                        began = time.monotonic()
                 for _, _, out in batch:
                     out.put(None)
             except Exception as error:  # a failed batch fails its requests, not the server
@@ -325,9 +332,11 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--port", type=int, default=8100)
     parser.add_argument("--max-batch", type=int, default=64)
+    parser.add_argument("--token-ms", type=float, default=0.0,
+                        help="the least time a decoding step takes (a larger model's per-token latency)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # one core for the model; the other for the Worker
-    Handler.policy = Policy(args.checkpoint, args.max_batch)
+    Handler.policy = Policy(args.checkpoint, args.max_batch, args.token_ms)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     print(f"policy server on http://127.0.0.1:{args.port}/v1", flush=True)
     server.serve_forever()

@@ -28,6 +28,10 @@ export interface TrainingPlan {
   evalEvery: number;
   evalExamples: number;
   evalGroupSize: number;
+  /** Requests the policy server decodes together (`--max-batch`; its default 64 when absent). */
+  maxBatch?: number;
+  /** The least time a decoding step takes on the policy server (`--token-ms`; 0 when absent). */
+  tokenMs?: number;
 }
 
 export interface HeldOutEval {

@@ -1,8 +1,11 @@
 /**
  * `npm run train:example [-- --quick] [-- --seed N] [-- --control] [-- --steps N] [-- --epochs N]
- * [-- --minibatches N] [-- --overlap [--sync interrupt|hold]]`: a real policy learns through
- * edgeroll, end to end, on this CPU; `--control` is the same run at learning rate 0; `--overlap`
- * trains while the next step generates and syncs weights mid-generation (docs/training.md).
+ * [-- --minibatches N] [-- --eval-every N] [-- --max-batch N] [-- --token-ms MS]
+ * [-- --overlap [--sync interrupt|hold]]`:
+ * a real policy learns through edgeroll, end to end, on this CPU; `--control` is the same run at
+ * learning rate 0; `--overlap` trains while the next step generates and syncs weights
+ * mid-generation (docs/training.md); `--max-batch` is how many requests the policy server decodes
+ * together, `--token-ms` the least time it takes a decoding step (a larger model's latency).
  *
  * 1. Python: a virtual environment under the project (.venv-train/) with torch, transformers and
  *    edgeroll's own package (python/, editable: edgeroll_client, which train.py imports).
@@ -86,9 +89,11 @@ const plan: TrainingPlan = quick
       minibatches: option("minibatches", 2),
       lr: control ? 0 : option("lr", 1e-2),
       trainable: FINAL_NORM,
-      evalEvery: 4,
+      evalEvery: option("eval-every", 4),
       evalExamples: 64,
       evalGroupSize: 4,
+      ...(argv.includes("--max-batch") ? { maxBatch: option("max-batch", 64) } : {}),
+      ...(argv.includes("--token-ms") ? { tokenMs: option("token-ms", 0) } : {}),
     };
 
 const started = Date.now();
@@ -182,7 +187,10 @@ async function startPolicyServer(
   const port = await freePort();
   const child = spawn(
     PYTHON,
-    [join(HERE, "policy_server.py"), "--checkpoint", checkpoint, "--port", String(port)],
+    [join(HERE, "policy_server.py"), "--checkpoint", checkpoint, "--port", String(port)].concat(
+      plan.maxBatch === undefined ? [] : ["--max-batch", String(plan.maxBatch)],
+      plan.tokenMs === undefined ? [] : ["--token-ms", String(plan.tokenMs)],
+    ),
     {
       cwd: HERE,
       detached: true,

@@ -92,17 +92,25 @@ export function writeSyncReport(latest: SyncRun): boolean {
 }
 
 function document(hold: SyncRun, interrupt: SyncRun): string {
-  const stall = (r: SyncRun) => r.syncs.map((s) => s.stall_ms);
   const p = hold.plan;
+  // The last step's sync has no next step generating beside it: it is listed, not summarised.
+  const overlapped = (r: SyncRun) => r.syncs.filter((s) => s.step + 1 < p.steps);
+  const stall = (r: SyncRun) => overlapped(r).map((s) => s.stall_ms);
   const rows = hold.syncs.map((h, i) => {
     const n = interrupt.syncs[i];
-    return `| ${h.step} → ${h.step + 1} | ${ms(h.stall_ms)} | ${h.in_flight_in_answer} | ${n ? ms(n.stall_ms) : "–"} | ${n ? ms(n.load_ms) : "–"} | ${interrupt.previous_version_tokens_by_step[i + 1] ?? "–"} |`;
+    return `| ${h.step} → ${h.step + 1} | ${ms(h.stall_ms)} | ${h.in_flight_in_answer} | ${n ? ms(n.stall_ms) : "–"} | ${n ? ms(n.load_ms) : "–"} | ${interrupt.previous_version_tokens_by_step[i] ?? "–"} |`;
   });
   const sql = (r: SyncRun) =>
     r.run_syncs
       ? `${r.run_syncs.syncs} syncs (${r.run_syncs.interrupted} interrupted), stall mean ${ms(r.run_syncs.stall_ms_mean ?? Number.NaN)} ms, max ${ms(r.run_syncs.stall_ms_max ?? Number.NaN)} ms, ${r.run_syncs.kept_tokens} tokens kept across interrupts, ${r.run_syncs.discarded_tokens} discarded`
       : "not recorded";
   const stepSeconds = (r: SyncRun) => mean(r.seconds_by_step.slice(1));
+  const longestWait = (r: SyncRun) => Math.max(...r.rollout_seconds_by_step.slice(1));
+  // Said plainly when the interrupted run was the slower one: the stall is not the whole story.
+  const slower =
+    stepSeconds(interrupt) > stepSeconds(hold)
+      ? `\n\n**Not yet explained: interrupt's steps took longer.** Its steps after the first averaged ${stepSeconds(interrupt).toFixed(1)} s against hold's ${stepSeconds(hold).toFixed(1)} s: some of them waited up to ${longestWait(interrupt).toFixed(1)} s for their groups to land. The stall figures above stand; the slow steps are a defect under investigation, and until it is fixed, interrupting cost this run more time than it saved.`
+      : "";
   const worst = (r: SyncRun) =>
     Math.max(...r.mismatch_by_step, ...r.previous_mismatch_by_step.filter((x) => !Number.isNaN(x)));
   return `# Weight sync in the training example: interrupt against hold
@@ -116,10 +124,11 @@ all ran on it.
 
 **The runs.** The training example of [training-results.md](training-results.md), overlapped:
 ${p.steps} GRPO steps of ${p.groups} groups of ${p.groupSize} episodes, token-in
-(\`generation: "tokens"\`), ${p.epochs} pass${p.epochs === 1 ? "" : "es"} of ${p.minibatches} minibatch${p.minibatches === 1 ? "" : "es"} an update, same seed, same warm-up.
-(Fewer than the learning runs' 3 passes of 2: an update that outlasts the next step's rollout
-leaves nothing in flight at its sync, and then neither mode stalls. With the update shorter than
-the rollout, as on a GPU fleet with long generations, each sync lands mid-generation.) While the trainer updates on step *k*, the
+(\`generation: "tokens"\`), ${p.epochs} pass${p.epochs === 1 ? "" : "es"} of ${p.minibatches} minibatch${p.minibatches === 1 ? "" : "es"} an update, same seed, same warm-up; the policy server decodes ${p.maxBatch ?? 64} requests together (the learning runs' 64), each
+decoding step taking at least ${p.tokenMs ?? 0} ms (a larger model's per-token latency; the learning runs' as fast as this CPU goes).
+(Fewer passes, a smaller batch and slower tokens than the learning runs': an update that outlasts the next
+step's rollout leaves nothing in flight at its sync, and then neither mode stalls. With the update
+shorter than the rollout, as on a GPU fleet with long generations, each sync lands mid-generation.) While the trainer updates on step *k*, the
 groups of step *k + 1* already generate with version *k*; then the trainer syncs its weights to
 the policy server in the middle of their generations. **Hold** pauses the run and waits until
 nothing is in flight (the generations finish first); **interrupt** pauses with
@@ -133,7 +142,7 @@ The held-out groups land before each sync (they are a run of their own, played w
 
 | | hold | interrupt |
 |---|---:|---:|
-| syncs | ${hold.syncs.length} | ${interrupt.syncs.length} |
+| syncs with the next step generating | ${overlapped(hold).length} | ${overlapped(interrupt).length} |
 | stall p50 (ms) | ${ms(quantile(stall(hold), 0.5))} | ${ms(quantile(stall(interrupt), 0.5))} |
 | stall max (ms) | ${ms(Math.max(...stall(hold)))} | ${ms(Math.max(...stall(interrupt)))} |
 | stall total (s) | ${(sum(stall(hold)) / 1000).toFixed(1)} | ${(sum(stall(interrupt)) / 1000).toFixed(1)} |
@@ -149,10 +158,12 @@ The held-out groups land before each sync (they are a run of their own, played w
     ),
   )} |
 | seconds a step (after the first) | ${stepSeconds(hold).toFixed(1)} | ${stepSeconds(interrupt).toFixed(1)} |
+| longest wait for a step's groups to land, after the first (s) | ${longestWait(hold).toFixed(1)} | ${longestWait(interrupt).toFixed(1)} |
 | largest mismatch, every token against the weights that sampled it | ${worst(hold).toExponential(1)} | ${worst(interrupt).toExponential(1)} |
 | SQL (\`run_syncs\`) | ${sql(hold)} | ${sql(interrupt)} |
 
-By sync (hold's stall, the generations its pause answer still had in flight and waited for;
+By sync (the last, after the last step, has nothing generating beside it; hold's stall, the
+generations its pause answer still had in flight and waited for;
 interrupt's stall, its weight load, and the tokens of the next step's batch that version *k*
 had sampled before the sync, kept across it):
 
@@ -160,13 +171,13 @@ had sampled before the sync, kept across it):
 |---|---:|---:|---:|---:|---:|
 ${rows.join("\n")}
 
-**Reading it.** The hold stall is the longest generation in flight at the pause: here, a
-tiny CPU policy with ${p.groups * p.groupSize} episodes a step and turns of at most 48 tokens,
-${ms(quantile(stall(hold), 0.5))} ms at the median; it grows with the turns' length (with a real
-model's long reasoning turns, tens of seconds). The interrupt stall is the abort and its
-bookkeeping, which do not. The machine's
+**Reading it.** The hold stall lasts until every generation in flight at the pause has
+finished, those still queued at the host included: here, with ${p.groups * p.groupSize} episodes a
+step on a host that decodes ${p.maxBatch ?? 64} at a time, ${ms(quantile(stall(hold), 0.5))} ms at the median; it
+grows with the turns' length (with a real model's long reasoning turns, tens of seconds). The
+interrupt stall is the abort and its bookkeeping, which do not. The machine's
 1-minute load average: hold mean ${hold.load_average.mean.toFixed(1)} (at most ${hold.load_average.max.toFixed(1)}), interrupt mean ${interrupt.load_average.mean.toFixed(1)} (at most ${interrupt.load_average.max.toFixed(1)}); 2 cores.
-The learning curves of these runs are not the result: see [training-results.md](training-results.md).
+The learning curves of these runs are not the result: see [training-results.md](training-results.md).${slower}
 `;
 }
 
