@@ -128,13 +128,13 @@ ${p.steps} GRPO steps of ${p.groups} groups of ${p.groupSize} episodes, token-in
 decoding step taking at least ${p.tokenMs ?? 0} ms (a larger model's per-token latency; the learning runs' as fast as this CPU goes).
 (Fewer passes, a smaller batch and slower tokens than the learning runs': an update that outlasts the next
 step's rollout leaves nothing in flight at its sync, and then neither mode stalls. With the update
-shorter than the rollout, as on a GPU fleet with long generations, each sync lands mid-generation.) While the trainer updates on step *k*, the
-groups of step *k + 1* already generate with version *k*; then the trainer syncs its weights to
+shorter than the rollout, as on a GPU fleet with long generations, each sync lands mid-generation.) While the trainer updates on step _k_, the
+groups of step _k + 1_ already generate with version _k_; then the trainer syncs its weights to
 the policy server in the middle of their generations. **Hold** pauses the run and waits until
 nothing is in flight (the generations finish first); **interrupt** pauses with
 \`interrupt: true\`: edgeroll aborts the run's generations in flight, keeps every token they
 had streamed, and continues each cut turn from its prompt ids plus those tokens once the run
-resumes at version *k + 1*. The stall is the time from the pause request to nothing of the run
+resumes at version _k + 1_. The stall is the time from the pause request to nothing of the run
 in flight, timed by the trainer (\`set_policy\` … \`wait_idle\`); the weight load follows it.
 The held-out groups land before each sync (they are a run of their own, played with one version).
 
@@ -164,7 +164,7 @@ The held-out groups land before each sync (they are a run of their own, played w
 
 By sync (the last, after the last step, has nothing generating beside it; hold's stall, the
 generations its pause answer still had in flight and waited for;
-interrupt's stall, its weight load, and the tokens of the next step's batch that version *k*
+interrupt's stall, its weight load, and the tokens of the next step's batch that version _k_
 had sampled before the sync, kept across it):
 
 | Sync | Hold stall (ms) | Hold: in flight at the pause | Interrupt stall (ms) | Interrupt load (ms) | Interrupt: tokens from before the sync |
