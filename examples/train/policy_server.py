@@ -314,6 +314,16 @@ def completion_logprobs(tokens: list[tuple[int, float]]) -> dict:
             "top_logprobs": [{text: lp} for text, (_, lp) in zip(texts, tokens)]}
 
 
+class Server(ThreadingHTTPServer):
+    """A thread a connection, and room in the listen queue for a burst of them: a run resuming
+    after an interrupting sync sends every continuation and tokenizer call at once, and the
+    standard library's queue of 5 drops the rest, whose clients then wait out TCP's SYN
+    retransmits (1, 2, 4, 8, 16 s ...): /tokenize calls took 27 to 107 s that way."""
+
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 def text_of(tokens: list[tuple[int, float]]) -> str:
     return tp.decode([t for t, _ in tokens if t != tp.IM_END_ID])
 
@@ -337,7 +347,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)  # one core for the model; the other for the Worker
     Handler.policy = Policy(args.checkpoint, args.max_batch, args.token_ms)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server = Server(("127.0.0.1", args.port), Handler)
     print(f"policy server on http://127.0.0.1:{args.port}/v1", flush=True)
     server.serve_forever()
 

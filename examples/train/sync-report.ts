@@ -109,7 +109,7 @@ function document(hold: SyncRun, interrupt: SyncRun): string {
   // Said plainly when the interrupted run was the slower one: the stall is not the whole story.
   const slower =
     stepSeconds(interrupt) > stepSeconds(hold)
-      ? `\n\n**Not yet explained: interrupt's steps took longer.** Its steps after the first averaged ${stepSeconds(interrupt).toFixed(1)} s against hold's ${stepSeconds(hold).toFixed(1)} s: some of them waited up to ${longestWait(interrupt).toFixed(1)} s for their groups to land. The stall figures above stand; the slow steps are a defect under investigation, and until it is fixed, interrupting cost this run more time than it saved.`
+      ? `\n\n**Interrupt's steps took longer in these runs.** Its steps after the first averaged ${stepSeconds(interrupt).toFixed(1)} s against hold's ${stepSeconds(hold).toFixed(1)} s: some of them waited up to ${longestWait(interrupt).toFixed(1)} s for their groups to land. Traced since to the example's policy server: in a rerun, the tokenizer calls of turns after the resume (not generations, so nothing showed in flight) took tens of seconds each. Its listen queue held 5 connections, and a resume sends every continuation and tokenizer call at once, so the rest waited out TCP's SYN retransmits, the likely cause. policy_server.py's \`Server\` queues 1,024 since; runs kept before that are to be run again to confirm it. The stall figures above stand.`
       : "";
   const worst = (r: SyncRun) =>
     Math.max(...r.mismatch_by_step, ...r.previous_mismatch_by_step.filter((x) => !Number.isNaN(x)));
