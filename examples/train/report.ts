@@ -69,7 +69,8 @@ export interface TrainingRun {
   load_average?: { start: number; end: number; mean?: number; max?: number };
 }
 
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
+export const mean = (xs: readonly number[]) =>
+  xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
 const sd = (xs: readonly number[]) => {
   const m = mean(xs);
   return Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / Math.max(xs.length - 1, 1));

@@ -6,7 +6,8 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { TrainingPlan } from "./report";
+import { median } from "../../bench/repeats";
+import { mean, type TrainingPlan } from "./report";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const RUNS = join(ROOT, "examples/train/runs");
@@ -66,11 +67,6 @@ function kept(): SyncRun[] {
     .map((f) => JSON.parse(readFileSync(join(RUNS, f), "utf8")) as SyncRun);
 }
 
-const quantile = (xs: readonly number[], q: number) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
 const ms = (x: number) => Math.round(x).toLocaleString("en");
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -143,19 +139,11 @@ The held-out groups land before each sync (they are a run of their own, played w
 | | hold | interrupt |
 |---|---:|---:|
 | syncs with the next step generating | ${overlapped(hold).length} | ${overlapped(interrupt).length} |
-| stall p50 (ms) | ${ms(quantile(stall(hold), 0.5))} | ${ms(quantile(stall(interrupt), 0.5))} |
+| stall p50 (ms) | ${ms(median(stall(hold)))} | ${ms(median(stall(interrupt)))} |
 | stall max (ms) | ${ms(Math.max(...stall(hold)))} | ${ms(Math.max(...stall(interrupt)))} |
 | stall total (s) | ${(sum(stall(hold)) / 1000).toFixed(1)} | ${(sum(stall(interrupt)) / 1000).toFixed(1)} |
-| weight load p50 (ms) | ${ms(
-    quantile(
-      hold.syncs.map((s) => s.load_ms),
-      0.5,
-    ),
-  )} | ${ms(
-    quantile(
-      interrupt.syncs.map((s) => s.load_ms),
-      0.5,
-    ),
+| weight load p50 (ms) | ${ms(median(overlapped(hold).map((s) => s.load_ms)))} | ${ms(
+    median(overlapped(interrupt).map((s) => s.load_ms)),
   )} |
 | seconds a step (after the first) | ${stepSeconds(hold).toFixed(1)} | ${stepSeconds(interrupt).toFixed(1)} |
 | longest wait for a step's groups to land, after the first (s) | ${longestWait(hold).toFixed(1)} | ${longestWait(interrupt).toFixed(1)} |
@@ -173,7 +161,7 @@ ${rows.join("\n")}
 
 **Reading it.** The hold stall lasts until every generation in flight at the pause has
 finished, those still queued at the host included: here, with ${p.groups * p.groupSize} episodes a
-step on a host that decodes ${p.maxBatch ?? 64} at a time, ${ms(quantile(stall(hold), 0.5))} ms at the median; it
+step on a host that decodes ${p.maxBatch ?? 64} at a time, ${ms(median(stall(hold)))} ms at the median; it
 grows with the turns' length (with a real model's long reasoning turns, tens of seconds). The
 interrupt stall is the abort and its bookkeeping, which do not. The machine's
 1-minute load average: hold mean ${hold.load_average.mean.toFixed(1)} (at most ${hold.load_average.max.toFixed(1)}), interrupt mean ${interrupt.load_average.mean.toFixed(1)} (at most ${interrupt.load_average.max.toFixed(1)}); 2 cores.

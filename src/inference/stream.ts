@@ -174,15 +174,15 @@ export function parseCompletionStream(text: string, wantTokens = false): Complet
   return events.result();
 }
 
-/**
- * A stream being read, for whoever may cut it short (an interrupting pause): what has arrived so
- * far, and a way to stop once what has already arrived is read.
- */
 /** Where a generation's call puts the stream it is reading, if any (none before its headers). */
 export interface StreamProgress {
   stream: StreamWatch | null;
 }
 
+/**
+ * A stream being read, for whoever may cut it short (an interrupting pause): what has arrived so
+ * far, and a way to stop once what has already arrived is read.
+ */
 export interface StreamWatch {
   sofar(): PartialCompletion;
   /**
