@@ -15,6 +15,8 @@ const COPIED = [
   "migrations",
   "fixtures",
   "examples",
+  // examples/train/sync-report.ts summarises runs with the benchmarks' median.
+  "bench/repeats.ts",
   "python",
   "test/raw-imports.d.ts",
   "test/setup/runtime-log-filter.ts",
