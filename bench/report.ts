@@ -338,6 +338,7 @@ one location, never to D1, and is the size of the prompt the inference host must
 - \`npm run bench -- --quick\`: a reduced run, printed only (CI runs it).
 - \`npm run bench:floor [-- ROUNDS C,C]\`: the pipeline against the floor Worker alone, fresh processes, alternated.
 - \`npm run bench:fleet [-- GROUPS REPEATS]\`: only the fleet part, printed.
+- \`npm run bench:sync [-- --quick]\`: only the weight-sync parts (one sync's stall, the busy fleet), printed.
 - \`npm run bench:rss [-- ROUNDS]\`: only the memory figure (the pipeline's peak workerd RSS over the floor's, C = 8 to 1,024, fresh processes), about 6.5 minutes a round.
 - \`npm run bench:profile\`: a V8 CPU profile of the Worker; \`npm run bench:heap\`: a heap snapshot of workerd at the C = 1,024 peak, summarized.
 - \`npx tsx bench/report.ts\`: writes this file again from bench/results.json.

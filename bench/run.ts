@@ -12,6 +12,7 @@ import { measureLanding } from "./landing";
 import { detectMachine } from "./machine";
 import { machineShareSampler } from "./machine-share";
 import { measureOverhead, type OverheadResult } from "./overhead";
+import { benchPlan } from "./plan";
 import { measureRemoteStep, REMOTE_NAME, startPythonGuessNumber } from "./remote-env";
 import type { Repeated } from "./repeats";
 import { benchmarksDoc, printTable, writeOutputs } from "./report";
@@ -24,53 +25,7 @@ import { measureTokenIn } from "./token-in";
 import { measureTokenCpu } from "./tokens";
 
 const quick = process.argv.includes("--quick");
-const plan = quick
-  ? {
-      overhead: { groups: 4, repeats: 2, warmUps: 1 },
-      sweep: { concurrencies: [8, 64], turns: 6, rounds: 1 },
-      growthTurns: 10,
-      landing: { groups: 50, repeats: 2 },
-      tokens: { groups: 4, repeats: 2 },
-      remote: { groups: 4, repeats: 2 },
-      tokenIn: { groups: 4, repeats: 1 },
-      fleet: { hosts: 4, groups: 4, groupSize: 4, turns: 4, repeats: 1, kvBlocks: 20_000 },
-      sync: { groups: 4, tokens: 200, tokensPerS: 100, repeats: 1 },
-      busy: {
-        hosts: 4,
-        steps: 2,
-        groupsPerStep: 4,
-        inFlightGroups: 4,
-        groupSize: 2,
-        tokens: 100,
-        tokensPerS: 100,
-        loadMs: 200,
-        repeats: 1,
-      },
-    }
-  : {
-      overhead: { groups: 32, repeats: 6, warmUps: 2 },
-      sweep: { concurrencies: [8, 64, 256, 1024], turns: 12, rounds: 3 },
-      growthTurns: 50,
-      landing: { groups: 600, repeats: 4 },
-      tokens: { groups: 16, repeats: 4 },
-      remote: { groups: 16, repeats: 4 },
-      tokenIn: { groups: 16, repeats: 3 },
-      fleet: { hosts: 4, groups: 32, groupSize: 8, turns: 8, repeats: 3, kvBlocks: 20_000 },
-      // 20-s generations: 2,000 tokens at 100 a second.
-      sync: { groups: 32, tokens: 2000, tokensPerS: 100, repeats: 3 },
-      // 20 steps on 4 hosts; generations of 1.2 to 6 s (up to 600 tokens at 100 a second).
-      busy: {
-        hosts: 4,
-        steps: 20,
-        groupsPerStep: 16,
-        inFlightGroups: 16,
-        groupSize: 4,
-        tokens: 600,
-        tokensPerS: 100,
-        loadMs: 500,
-        repeats: 2,
-      },
-    };
+const plan = benchPlan(quick);
 
 const started = Date.now();
 const share = machineShareSampler();

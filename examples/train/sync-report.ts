@@ -102,11 +102,8 @@ function document(hold: SyncRun, interrupt: SyncRun): string {
       : "not recorded";
   const stepSeconds = (r: SyncRun) => mean(r.seconds_by_step.slice(1));
   const longestWait = (r: SyncRun) => Math.max(...r.rollout_seconds_by_step.slice(1));
-  // Said plainly when the interrupted run was the slower one: the stall is not the whole story.
-  const slower =
-    stepSeconds(interrupt) > stepSeconds(hold)
-      ? `\n\n**Interrupt's steps took longer in these runs.** Its steps after the first averaged ${stepSeconds(interrupt).toFixed(1)} s against hold's ${stepSeconds(hold).toFixed(1)} s: some of them waited up to ${longestWait(interrupt).toFixed(1)} s for their groups to land. Traced since to the example's policy server: in a rerun, the tokenizer calls of turns after the resume (not generations, so nothing showed in flight) took tens of seconds each. Its listen queue held 5 connections, and a resume sends every continuation and tokenizer call at once, so the rest waited out TCP's SYN retransmits, the likely cause. policy_server.py's \`Server\` queues 1,024 since; runs kept before that are to be run again to confirm it. The stall figures above stand.`
-      : "";
+  // Where the stall's time went: with one host, nothing it saves shows in the step time.
+  const whereTheTimeWent = `\n\n**Where the time went.** Steps after the first took ${stepSeconds(hold).toFixed(1)} s held and ${stepSeconds(interrupt).toFixed(1)} s interrupted at the mean (whole runs ${hold.seconds.toFixed(0)} s and ${interrupt.seconds.toFixed(0)} s). Here the one policy server sets the pace, and a held stall does not idle it: it decodes on through the pause, and what it finishes is the next step's batch. So the time interrupt takes out of the stall, the trainer spends waiting for its next groups instead (the longest such wait ${longestWait(hold).toFixed(1)} s held, ${longestWait(interrupt).toFixed(1)} s interrupted). What interrupt saves is hosts' idle time, which one host decoding a deep queue does not have; on a fleet, a held sync leaves every host waiting on the longest generation of another: the benchmark's \`fleet_busy_fraction\` ([benchmarks.md](benchmarks.md)) measures that.`;
   const worst = (r: SyncRun) =>
     Math.max(...r.mismatch_by_step, ...r.previous_mismatch_by_step.filter((x) => !Number.isNaN(x)));
   return `# Weight sync in the training example: interrupt against hold
@@ -165,7 +162,7 @@ step on a host that decodes ${p.maxBatch ?? 64} at a time, ${ms(median(stall(hol
 grows with the turns' length (with a real model's long reasoning turns, tens of seconds). The
 interrupt stall is the abort and its bookkeeping, which do not. The machine's
 1-minute load average: hold mean ${hold.load_average.mean.toFixed(1)} (at most ${hold.load_average.max.toFixed(1)}), interrupt mean ${interrupt.load_average.mean.toFixed(1)} (at most ${interrupt.load_average.max.toFixed(1)}); 2 cores.
-The learning curves of these runs are not the result: see [training-results.md](training-results.md).${slower}
+The learning curves of these runs are not the result: see [training-results.md](training-results.md).${whereTheTimeWent}
 `;
 }
 
