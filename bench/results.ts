@@ -213,6 +213,7 @@ export function resultsJson(report: BenchReport) {
     ...keysOf("interrupt_discarded_tokens", report.sync.discardedTokens),
     ...keysOf("interrupt_kept_tokens", report.sync.keptTokens),
     ...keysOf("interrupt_tokens_lost", report.sync.lostTokens),
+    ...keysOf("interrupt_tokens_cut_off", report.sync.cutOffTokens),
     fleet_busy_fraction: { hold: report.busy.hold.median, interrupt: report.busy.interrupt.median },
     ...keysOf("fleet_busy_fraction_hold", report.busy.hold),
     ...keysOf("fleet_busy_fraction_interrupt", report.busy.interrupt),

@@ -8,8 +8,10 @@
  * interrupt alternate which goes first, each repeat a run of its own. The groups generate from
  * token ids (`generation: "tokens"`), so an interrupted turn keeps what it had received and goes
  * on from it: what was kept (`kept_tokens`), what was dropped (`discarded_tokens`, 0 unless a row
- * could not hold them), and what was lost — tokens the host streamed to an aborted request that
- * edgeroll did not keep (the simulator counts what it sent before it saw the close).
+ * could not hold them), and what was lost: per episode, tokens the host had streamed before the
+ * pause was requested that edgeroll did not keep (the simulator logs when it wrote each token of
+ * a stream whose client closed it). Tokens streamed after the request, before the close reached
+ * the host, and not kept are counted apart (`cutOffTokens`): the host's work the cut wasted.
  */
 import pMap from "p-map";
 import { withStack } from "../reliability/harness";
@@ -37,8 +39,10 @@ export interface SyncResult {
   discardedTokens: Repeated;
   /** Tokens the interrupted generations had received and kept, continued after the resume. */
   keptTokens: Repeated;
-  /** Tokens streamed to the aborted requests and neither kept nor counted as discarded. */
+  /** Tokens streamed to the aborted requests before the pause's request and not kept. */
   lostTokens: Repeated;
+  /** Tokens streamed to the aborted requests after the pause's request and not kept. */
+  cutOffTokens: Repeated;
   plan: SyncPlan;
 }
 
@@ -52,10 +56,9 @@ async function oneSync(
   runId: string,
   interrupt: boolean,
   random: () => number,
-): Promise<{ stallMs: number; discarded: number; kept: number; lost: number }> {
+): Promise<{ stallMs: number; discarded: number; kept: number; lost: number; cutOff: number }> {
   await client.setPolicy(runId, { version: 0 });
   const before = sim.stats().requests;
-  const abandonedBefore = sim.stats().abandonedTokens;
   const ids = await pMap(
     Array.from({ length: plan.groups }, (_, g) => g),
     async (g) =>
@@ -94,8 +97,18 @@ async function oneSync(
   const sum = (values: number[]) => values.reduce((a, n) => a + n, 0);
   const discarded = sum(episodes.map((e) => e.discarded_tokens));
   const kept = sum(episodes.map((e) => e.kept_tokens));
-  const abandoned = sim.stats().abandonedTokens - abandonedBefore;
-  return { stallMs, discarded, kept, lost: abandoned - kept - discarded };
+  // Each episode's stream the interrupt closed: what it had been sent before the pause's request
+  // must all be kept; what came after and was not kept was cut off in transit.
+  let lost = 0;
+  let cutOff = 0;
+  for (const e of episodes) {
+    const sentAt = sim.abandonedStreams(e.episode_id).flat();
+    const beforePause = sentAt.filter((t) => t < pausedAt).length;
+    const keptHere = e.kept_tokens + e.discarded_tokens;
+    lost += Math.max(0, beforePause - keptHere);
+    cutOff += Math.max(0, sentAt.length - Math.max(keptHere, beforePause));
+  }
+  return { stallMs, discarded, kept, lost, cutOff };
 }
 
 export async function measureSyncStall(
@@ -126,6 +139,7 @@ export async function measureSyncStall(
         const discarded: number[] = [];
         const kept: number[] = [];
         const lost: number[] = [];
+        const cutOff: number[] = [];
         for (let r = 0; r < plan.repeats; r++) {
           const run = (interrupt: boolean) =>
             oneSync(
@@ -146,8 +160,9 @@ export async function measureSyncStall(
           discarded.push(interrupted.discarded);
           kept.push(interrupted.kept);
           lost.push(interrupted.lost);
+          cutOff.push(interrupted.cutOff);
           say(
-            `sync, repeat ${r + 1}: stall ${held.stallMs} ms held, ${interrupted.stallMs} ms interrupted (${interrupted.kept} tokens kept, ${interrupted.discarded} discarded, ${interrupted.lost} lost)`,
+            `sync, repeat ${r + 1}: stall ${held.stallMs} ms held, ${interrupted.stallMs} ms interrupted (${interrupted.kept} tokens kept, ${interrupted.discarded} discarded, ${interrupted.lost} lost, ${interrupted.cutOff} cut off after the request)`,
           );
         }
         return {
@@ -157,6 +172,7 @@ export async function measureSyncStall(
           discardedTokens: repeated(discarded),
           keptTokens: repeated(kept),
           lostTokens: repeated(lost),
+          cutOffTokens: repeated(cutOff),
           plan,
         };
       },

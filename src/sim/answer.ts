@@ -62,8 +62,11 @@ export interface Answer {
   includeUsage: boolean;
   /** Called once the answer is complete (the overhead measurement's clock). */
   onFinished: () => void;
-  /** The client closed the stream before its end, after `tokens` completion tokens were sent. */
-  onAbandoned: (tokens: number) => void;
+  /**
+   * The client closed the stream before its end: when each completion token it had been sent was
+   * written (a benchmark tells the tokens sent before a pause from those sent after).
+   */
+  onAbandoned: (writtenAt: readonly number[]) => void;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -168,7 +171,7 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
     const spoken = choice.ids.at(-1) === IM_END ? choice.ids.length - 1 : choice.ids.length;
     const native = choice.toolCalls.length > 0;
     const steps = native ? nativeSteps(choice, spoken) : textSteps(a, choice, spoken);
-    let sent = 0;
+    const writtenAt: number[] = [];
     for (const [i, step] of steps.entries()) {
       if (a.fault === "cut" && i >= steps.length / 2) {
         res.destroy();
@@ -177,11 +180,11 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
       if (a.fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
       await sleep(a.perTokenMs * step.tokens);
       if (res.destroyed) {
-        a.onAbandoned(sent);
+        a.onAbandoned(writtenAt);
         return;
       }
       send({ choices: [{ index, delta: step.delta, finish_reason: null, ...step.part }] });
-      sent += step.tokens;
+      writtenAt.push(...Array<number>(step.tokens).fill(Date.now()));
     }
     const rest = native ? 0 : spoken;
     send({

@@ -12,7 +12,7 @@ import { complete, choices as playChoices } from "./completion";
 import { unknownModel } from "./directives";
 import { parseToolCalls } from "./hermes";
 import { type Host, modelOf, templateFor } from "./host";
-import { sendBadRequest, sendError, sendJson, sleep } from "./http";
+import { sendBadRequest, sendError, sendJson, sessionOf, sleep } from "./http";
 import { hashString, type Random, seededRandom } from "./random";
 import { promptIds } from "./token-answer";
 import { vocabularyFor } from "./vocabulary";
@@ -168,7 +168,7 @@ export async function chatCompletions(
     perTokenMs,
     includeUsage: parsed.stream_options?.include_usage === true,
     onFinished: finished,
-    onAbandoned: (tokens) => host.ledger.noteAbandoned(tokens),
+    onAbandoned: (writtenAt) => host.ledger.noteAbandoned(sessionOf(req), writtenAt),
   };
   if (!parsed.stream) {
     await sleep(perTokenMs * usage.completion_tokens);

@@ -31,8 +31,11 @@ export interface TextAnswer {
   includeUsage: boolean;
   /** Called once the answer is complete (the overhead measurement's clock). */
   onFinished: () => void;
-  /** The client closed the stream before its end, after `tokens` completion tokens were sent. */
-  onAbandoned: (tokens: number) => void;
+  /**
+   * The client closed the stream before its end: when each completion token it had been sent was
+   * written (a benchmark tells the tokens sent before a pause from those sent after).
+   */
+  onAbandoned: (writtenAt: readonly number[]) => void;
 }
 
 /** vLLM's `CompletionLogProbs`, for some of a completion's tokens. */
@@ -101,6 +104,7 @@ export async function streamTextAnswer(res: ServerResponse, a: TextAnswer): Prom
   for (const [index, choice] of a.choices.entries()) {
     const logprobs = a.logprobs ? completionLogprobs(choice) : null;
     const pieces = streamPieces(choice, choice.ids.length);
+    const writtenAt: number[] = [];
     for (const [i, { from, to, text }] of pieces.entries()) {
       if (a.fault === "cut" && i >= pieces.length / 2) {
         res.destroy();
@@ -109,7 +113,7 @@ export async function streamTextAnswer(res: ServerResponse, a: TextAnswer): Prom
       if (a.fault === "stall" && i >= 1) return; // headers and a first chunk, then nothing
       await sleep(a.perTokenMs * (to - from));
       if (res.destroyed) {
-        a.onAbandoned(from);
+        a.onAbandoned(writtenAt);
         return;
       }
       const last = i === pieces.length - 1;
@@ -127,6 +131,7 @@ export async function streamTextAnswer(res: ServerResponse, a: TextAnswer): Prom
           },
         ],
       });
+      writtenAt.push(...Array<number>(to - from).fill(Date.now()));
     }
   }
   if (a.includeUsage) send({ choices: [], usage: a.usage });

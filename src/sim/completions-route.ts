@@ -13,7 +13,7 @@ import { complete, choices as playChoices } from "./completion";
 import { streamTextAnswer, type TextAnswer, textAnswerBody } from "./completions-answer";
 import { unknownModel } from "./directives";
 import { type Host, modelOf } from "./host";
-import { sendBadRequest, sendError, sendJson, sleep } from "./http";
+import { sendBadRequest, sendError, sendJson, sessionOf, sleep } from "./http";
 import { promptLogprobs } from "./prompt-logprobs";
 import { hashString, seededRandom } from "./random";
 import { firstUnknown, outOfVocabulary, vocabularyFor } from "./vocabulary";
@@ -160,7 +160,7 @@ export async function completions(
     perTokenMs,
     includeUsage: parsed.stream_options?.include_usage === true,
     onFinished: finished,
-    onAbandoned: (tokens) => host.ledger.noteAbandoned(tokens),
+    onAbandoned: (writtenAt) => host.ledger.noteAbandoned(sessionOf(req), writtenAt),
   };
   if (!stream) {
     await sleep(perTokenMs * usage.completion_tokens);

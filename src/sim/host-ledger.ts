@@ -90,6 +90,8 @@ export class HostLedger {
   /** Since when some generation has been running; null while none is. */
   private busySince: number | null = null;
   private abandonedTokens = 0;
+  /** For each session, each stream its client closed early: when each token sent was written. */
+  private readonly abandonedWrites = new Map<string, number[][]>();
   /** Generations by their `X-Session-ID` (a router keys on it to keep a session on a replica). */
   private readonly sessions = new Map<string, number>();
 
@@ -116,8 +118,17 @@ export class HostLedger {
     }
   }
 
-  noteAbandoned(tokens: number): void {
-    this.abandonedTokens += tokens;
+  noteAbandoned(session: string | undefined, writtenAt: readonly number[]): void {
+    this.abandonedTokens += writtenAt.length;
+    if (session === undefined) return;
+    const streams = this.abandonedWrites.get(session) ?? [];
+    streams.push([...writtenAt]);
+    this.abandonedWrites.set(session, streams);
+  }
+
+  /** The streams of `X-Session-ID: session` closed early, each as when its tokens were written. */
+  abandonedStreams(session: string): number[][] {
+    return (this.abandonedWrites.get(session) ?? []).map((times) => [...times]);
   }
 
   /** A `/tokenize` request's, kept out of the generations' counts. */

@@ -1,7 +1,13 @@
 /** What every simulator route needs of HTTP: JSON bodies, one error body, and waiting. */
-import { type ServerResponse, STATUS_CODES } from "node:http";
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The request's `X-Session-ID` (edgeroll sends the episode's id), if it sent one. */
+export function sessionOf(req: IncomingMessage): string | undefined {
+  const session = req.headers["x-session-id"];
+  return typeof session === "string" ? session : undefined;
+}
 
 export function sendJson(
   res: ServerResponse,

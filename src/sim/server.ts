@@ -16,7 +16,7 @@ import { SIM_MODEL } from "./directives";
 import { type FaultRates, NO_FAULTS } from "./faults";
 import type { Host, LatencyModel } from "./host";
 import { HostLedger, type SimulatorStats, type TurnGap } from "./host-ledger";
-import { sendJson } from "./http";
+import { sendJson, sessionOf } from "./http";
 import { prometheusMetrics } from "./metrics";
 import { PrefixCache } from "./prefix-cache";
 import { detokenizeRoute, tokenizeRoute } from "./tokenize-route";
@@ -58,6 +58,11 @@ export interface Simulator {
   url: string;
   port: number;
   stats(): SimulatorStats;
+  /**
+   * The streams of `X-Session-ID: session` (an episode's id, as edgeroll sends it) whose client
+   * closed them before the end: when each token sent on each was written.
+   */
+  abandonedStreams(session: string): number[][];
   /**
    * Forgets what its prefix cache holds, and any prefill queued (a run that must start cold);
    * `kvBlocks` gives the cache a new capacity.
@@ -106,8 +111,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
           else res.destroy();
         });
       if (post && path.endsWith("completions")) {
-        const session = req.headers["x-session-id"];
-        host.ledger.noteSession(typeof session === "string" ? session : undefined);
+        host.ledger.noteSession(sessionOf(req));
       }
       if (post && path.endsWith("/chat/completions")) {
         generate(chatCompletions);
@@ -166,6 +170,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     url: `http://${options.host ?? "127.0.0.1"}:${port}/v1`,
     port,
     stats: () => host.ledger.stats(),
+    abandonedStreams: (session) => host.ledger.abandonedStreams(session),
     turnGaps: () => host.ledger.turnGaps(),
     clearCache: (kvBlocks = options.kvBlocks) => {
       host.cache = kvBlocks === undefined ? null : new PrefixCache(kvBlocks);

@@ -228,6 +228,35 @@ describe("the inference simulator", () => {
     expect(sim.stats().outcomes.ok).toBeGreaterThan(0);
   });
 
+  it("logs when it wrote each token of a stream its client closed early, by X-Session-ID", async () => {
+    const slow = await startSimulator({ longTokens: 400, latency: { msPerToken: 5 } });
+    try {
+      const closed = new AbortController();
+      const response = await fetch(`${slow.url}/chat/completions`, {
+        method: "POST",
+        headers: { "x-session-id": "g1-e0" },
+        body: JSON.stringify({ model: "sim", messages: guessPrompt, stream: true, temperature: 0 }),
+        signal: closed.signal,
+      });
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      let read = 0;
+      while (read < 20) read += ((await reader.read()).value ?? []).length > 0 ? 1 : 0;
+      const closedAt = Date.now();
+      closed.abort();
+      await expect.poll(() => slow.abandonedStreams("g1-e0").length).toBe(1);
+      const [writtenAt = []] = slow.abandonedStreams("g1-e0");
+      // Some tokens, far short of the 400, in the order written, none after the close was seen.
+      expect(writtenAt.length).toBeGreaterThan(0);
+      expect(writtenAt.length).toBeLessThan(400);
+      expect(writtenAt).toEqual([...writtenAt].sort((a, b) => a - b));
+      expect(slow.stats().abandonedTokens).toBe(writtenAt.length);
+      expect(writtenAt.filter((t) => t < closedAt).length).toBeGreaterThan(0);
+      expect(slow.abandonedStreams("another-episode")).toEqual([]);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("answers a bad request with 400", async () => {
     const response = await fetch(`${sim.url}/chat/completions`, { method: "POST", body: "{}" });
     expect(response.status).toBe(400);

@@ -197,8 +197,9 @@ async function attempt(
     // Aborted by an interrupting pause: what it had produced is kept (a token-in turn, which
     // goes on from it) or counted and dropped; it is sent again, under the version the run
     // resumes at, once admitted after the resume.
-    recordInterrupted(rt, idx, { prompt, kept }, inProgress.stream?.sofar());
+    // Recorded in the group's write turn, with the other episodes the interrupt cut: one commit.
     await rt.writeTurn();
+    recordInterrupted(rt, idx, { prompt, kept }, inProgress.stream?.sofar());
     rt.policy.flights.recorded(idx);
     return QUEUED;
   }
