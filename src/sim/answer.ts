@@ -114,6 +114,8 @@ export function answerBody(a: Answer) {
 interface StreamStep {
   delta: object;
   tokens: number;
+  /** The completion tokens the chunk hands the client (a tool-call parser holds them back). */
+  carries: number;
   part: object;
 }
 
@@ -131,6 +133,7 @@ function textSteps(a: Answer, choice: Choice, spoken: number): StreamStep[] {
   return streamPieces(choice, spoken).map(({ from, to, text }) => ({
     delta: { content: text },
     tokens: to - from,
+    carries: to - from,
     part: tokenPart(a, choice, from, to),
   }));
 }
@@ -150,7 +153,7 @@ function nativeSteps(choice: Choice, spoken: number): StreamStep[] {
     for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)])
       deltas.push({ tool_calls: [{ index, function: { arguments: piece } }] });
   }
-  return deltas.map((delta) => ({ delta, tokens: spoken / deltas.length, part: {} }));
+  return deltas.map((delta) => ({ delta, tokens: spoken / deltas.length, carries: 0, part: {} }));
 }
 
 export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void> {
@@ -184,7 +187,7 @@ export async function streamAnswer(res: ServerResponse, a: Answer): Promise<void
         return;
       }
       send({ choices: [{ index, delta: step.delta, finish_reason: null, ...step.part }] });
-      writtenAt.push(...Array<number>(step.tokens).fill(Date.now()));
+      writtenAt.push(...Array<number>(step.carries).fill(Date.now()));
     }
     const rest = native ? 0 : spoken;
     send({
