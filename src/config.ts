@@ -51,6 +51,11 @@ const ConfigSchema = z.object({
    * (src/fleet/adaptive-cap.ts), MAX_INFLIGHT_GENERATIONS or its `max_inflight` the ceiling.
    */
   INFERENCE_ADAPTIVE_INFLIGHT: z.stringbool().default(false),
+  /**
+   * The share of each host's cap kept for evaluation groups while any waits: training uses it
+   * when none does (src/fleet/eval-share.ts). 0 gives evaluations no priority.
+   */
+  EVAL_SHARE: z.coerce.number().min(0).max(0.9).default(0.25),
   /** How often a group with work in flight wakes itself, to stay awake and resume after restarts. */
   HEARTBEAT_S: seconds(30),
   /** Re-sends of a generation lost to an object restart, per turn, before the episode fails. */

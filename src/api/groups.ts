@@ -53,8 +53,8 @@ function checkNativeTools(request: StartGroupRequest, tools: readonly ToolDefini
 
 /**
  * The request with the run's policy: a group that names no `policy_version` takes the run's
- * current one; one that names a version more than the run's `max_lag` behind is refused, as
- * its episodes would be stale before they start.
+ * current one; a training group that names a version more than the run's `max_lag` behind is
+ * refused, as its episodes would be stale before they start (an evaluation may name any).
  */
 async function withRunPolicy(
   db: D1Database,
@@ -62,7 +62,7 @@ async function withRunPolicy(
 ): Promise<{ request: StartGroupRequest; policy: KnownPolicy | null }> {
   const policy = await readRunPolicy(db, asked.run_id);
   const request = withPolicyVersion(asked, policy?.version ?? null);
-  if (policy !== null && beyondMaxLag(policy, request.policy_version))
+  if (request.kind === "train" && policy !== null && beyondMaxLag(policy, request.policy_version))
     throw new ApiError(
       409,
       "policy_too_stale",

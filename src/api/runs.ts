@@ -1,6 +1,6 @@
 /** A run's progress at a glance, and its policy: what the trainer says it is training now. */
 import { Hono } from "hono";
-import { runPacing, runProgress } from "../db/queries";
+import { evalResults, runPacing, runProgress } from "../db/queries";
 import {
   markIdle,
   readRunPolicy,
@@ -39,6 +39,20 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
     );
     if (policy?.paused === true && asked.inFlight === 0) await markIdle(c.env.DB, id);
     return c.json(runProgressView(id, progress, pacing, policy, asked.inFlight));
+  })
+  .get("/runs/:id/evals", async (c) => {
+    const id = c.req.param("id");
+    const [rows, progress] = await Promise.all([
+      evalResults(c.env.DB, id),
+      runProgress(c.env.DB, id),
+    ]);
+    if (progress.length === 0)
+      throw new ApiError(
+        404,
+        "not_found",
+        `no run "${id}": no group was started with run_id "${id}"`,
+      );
+    return c.json(rows);
   })
   .get("/runs/:id/policy", async (c) => {
     const id = c.req.param("id");

@@ -27,6 +27,7 @@ import type {
 
 // The answers' types come from the functions that build them on the Worker, the requests'
 // from the schemas that validate them there.
+export type { EvalResultRow } from "../db/queries";
 export type { EndState } from "../domain/episode-outcomes";
 export type { EpisodeView } from "../views/episode-view";
 export type { ErrorCode } from "../views/error-body";

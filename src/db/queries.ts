@@ -122,3 +122,29 @@ export async function runPacing(db: D1Database, runId: string): Promise<PacingRo
     .all<PacingRow>();
   return rows.results;
 }
+
+/** One row of the `eval_results` view (migrations/0024_eval_results_view.sql). */
+export interface EvalResultRow {
+  run_id: string;
+  env: string;
+  policy_version: number;
+  k: number;
+  examples: number;
+  episodes: number;
+  avg_reward: number;
+  avg_success: number;
+  pass_at_k: number;
+  /** Null when no episode's score named an answer. */
+  maj_at_k: number | null;
+  /** The run's episodes of this environment and version that no metric counts (failed, unscored, or sampled partly at another version). */
+  unmeasured_episodes: number;
+}
+
+/** A run's evaluation metrics: by environment, then version, then k. */
+export async function evalResults(db: D1Database, runId: string): Promise<EvalResultRow[]> {
+  const rows = await db
+    .prepare("SELECT * FROM eval_results WHERE run_id = ?1 ORDER BY env, policy_version, k")
+    .bind(runId)
+    .all<EvalResultRow>();
+  return rows.results;
+}

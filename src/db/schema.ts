@@ -2,7 +2,13 @@
 import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import type { BatchState, DeliveryState } from "../domain/delivery";
 import type { EpisodeState, FailureReason } from "../domain/episode-outcomes";
-import type { Advantage, Algorithm, CreditAssignment, Generation } from "../domain/group-options";
+import type {
+  Advantage,
+  Algorithm,
+  CreditAssignment,
+  Generation,
+  GroupKind,
+} from "../domain/group-options";
 import type { GroupStatus } from "../domain/group-status";
 import type { ChatMessage, JsonObject, TaskExample, ToolCall, ToolDefinition } from "../sdk";
 import type { TokenMode } from "../tokens/token-mode";
@@ -42,6 +48,11 @@ export const groups = sqliteTable(
     /** `grpo`, or `opd` (on-policy distillation from `teacher_model`). */
     algorithm: text("algorithm").$type<Algorithm>().notNull().default("grpo"),
     teacherModel: text("teacher_model"),
+    /**
+     * `train`, or `eval`: an evaluation of its `policy_version`, never leased (the
+     * `eval_results` view reads it).
+     */
+    kind: text("kind").$type<GroupKind>().notNull().default("train"),
     /**
      * Native tool calling: the tool definitions its episodes offered, by their hash
      * (`episodes.tools_hash`); null for a text-only environment.

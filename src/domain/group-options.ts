@@ -23,3 +23,10 @@ export type Generation = z.infer<typeof GenerationSchema>;
 /** `grpo`, or `opd`: on-policy distillation from a teacher. */
 export const AlgorithmSchema = z.enum(["grpo", "opd"]);
 export type Algorithm = z.infer<typeof AlgorithmSchema>;
+
+/**
+ * `train`: its episodes feed the trainer. `eval`: it measures a pinned policy version; never
+ * leased, never cancelled as stale, and it lands where SQL's `eval_results` reads it.
+ */
+export const GroupKindSchema = z.enum(["train", "eval"]);
+export type GroupKind = z.infer<typeof GroupKindSchema>;

@@ -16,6 +16,11 @@ export interface Route {
   avoid: string | null;
   /** The model its generations ask for: what a host's learned capabilities are kept by. */
   model: string;
+  /**
+   * An evaluation group's pinned version: its episodes go only to hosts serving it (or that
+   * declared none), first within EVAL_SHARE of each host's cap (eval-share.ts). Null: training.
+   */
+  eval: number | null;
 }
 
 /** A permit: the host an episode's generations go to while it holds it. */
@@ -46,6 +51,8 @@ export interface HostView {
   state: HostState;
   /** Episodes holding a permit on it (each has at most one generation in flight). */
   in_flight: number;
+  /** Of those, evaluation groups' episodes. */
+  eval_in_flight: number;
   /** Its `max_inflight`; null for no limit. */
   cap: number | null;
   weight: number;

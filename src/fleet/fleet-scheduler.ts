@@ -4,7 +4,8 @@
  * in flight), giving it back when it ends or parks; the permit names the host its generations go
  * to (routing.ts: affinity, bounded by load), so the permits held on a host bound what is in
  * flight toward it. Over every host's cap, episodes wait in a fair queue: groups take turns, each
- * group's waiters in order. Each host's health (health.ts), pause, declared policy version and
+ * group's waiters in order, evaluation groups first within the share of each host kept for them
+(eval-share.ts). Each host's health (health.ts), pause, declared policy version and
  * learned capabilities are kept here and persisted with the permits, so a restart forgets none.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -12,6 +13,7 @@ import { configFrom } from "../config";
 import { rolloutGroup } from "../rollout/bindings";
 import { migrate } from "../utils/migrations";
 import { nextCap } from "./adaptive-cap";
+import { reservedCap, trainingCap } from "./eval-share";
 import type { FleetApi, Grant, HostFailure, HostView, Route } from "./fleet-api";
 import { answered, failed, probed, probeFailed } from "./health";
 import { HostRecords } from "./host-records";
@@ -34,7 +36,15 @@ interface Permit {
   group: string;
   host: string;
   expiresAt: number;
+  /** An evaluation group's: it counts toward the host's evaluation share. */
+  eval: boolean;
 }
+
+/**
+ * How a waiter is served: `first`, an evaluation within its host's share, ahead of the line;
+ * `in turn`, everyone round robin.
+ */
+type Pass = "first" | "in turn";
 
 export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   private readonly config = configFrom(this.env);
@@ -47,6 +57,8 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   private readonly permits = new Map<string, Permit>();
   /** Permits held on each host. */
   private readonly load = new Map<string, number>();
+  /** Of those, evaluation groups' permits. */
+  private readonly evalLoad = new Map<string, number>();
   /**
    * Per group, its permits on each host: where its episodes are now. A group's new episodes
    * prefer those hosts after the ones its route names (its episodes start together, before the
@@ -80,6 +92,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
         group: String(r.group_id),
         host: r.host === null ? first : String(r.host),
         expiresAt: Number(r.expires_at),
+        eval: Number(r.eval) === 1,
       });
     }
     ctx.blockConcurrencyWhile(async () => {
@@ -113,9 +126,12 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   ): Promise<Grant | null> {
     const grant = this.grantAtOnce(ticket, group, leaseMs, route);
     if (grant !== null) return grant;
-    return new Promise<Grant | null>((answer) =>
-      this.enqueue(group, { ticket, leaseMs, route, answer }),
-    );
+    return new Promise<Grant | null>((answer) => {
+      this.enqueue(group, { ticket, leaseMs, route, answer });
+      // Those in line may wait for hosts this one does not need (paused, or serving another
+      // version than an evaluation's): the line is served in order, and this one too if it fits.
+      this.pump();
+    });
   }
 
   /**
@@ -257,6 +273,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
         name: h.name,
         state: record.paused ? "paused" : record.health.state,
         in_flight: this.load.get(h.url) ?? 0,
+        eval_in_flight: this.evalLoad.get(h.url) ?? 0,
         cap: Number.isFinite(this.capOf(h)) ? this.capOf(h) : null,
         weight: h.weight,
         policy_version: record.policyVersion,
@@ -332,32 +349,47 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   /**
    * Whether the host may take an episode of this route: answering (or, with `panicking`, every
    * host is ejected and the fleet uses them all rather than none), not paused, and serving a
-   * version within the run's lag.
+   * version within the run's lag, or an evaluation's very version.
    */
   private usable(url: string, route: Route, panicking: boolean): boolean {
     const record = this.records.get(url);
     if (record.paused) return false;
     if (record.health.state === "ejected" && !panicking) return false;
+    if (route.eval !== null)
+      return record.policyVersion === null || record.policyVersion === route.eval;
     const { policy } = route;
     if (record.policyVersion !== null && policy !== null && policy.maxLag !== null)
       return record.policyVersion >= policy.version - policy.maxLag;
     return true;
   }
 
-  /** The hosts as routing sees them for one route. */
-  private loads(route: Route): HostLoad[] {
+  /**
+   * The hosts as routing sees them for one route, served in one pass: while an evaluation waits,
+   * training sees each cap less the share evaluations do not hold yet, and an evaluation served
+   * first sees only that share.
+   */
+  private loads(route: Route, pass: Pass = "in turn"): HostLoad[] {
     // Ejection never empties the fleet: with every host ejected, all are tried, so generations
     // fail by their own deadlines and retries instead of waiting forever (Envoy's panic mode).
     const panicking = this.configured.every(
       (h) => this.records.get(h.url).health.state === "ejected",
     );
-    const loads = this.configured.map((h) => ({
-      url: h.url,
-      weight: h.weight,
-      load: this.load.get(h.url) ?? 0,
-      cap: this.capOf(h),
-      available: this.usable(h.url, route, panicking),
-    }));
+    const share = this.config.EVAL_SHARE;
+    const loads = this.configured.map((h) => {
+      const load = this.load.get(h.url) ?? 0;
+      const evalLoad = this.evalLoad.get(h.url) ?? 0;
+      let cap = this.capOf(h);
+      if (route.eval !== null && pass === "first") cap = reservedCap(cap, share, load, evalLoad);
+      else if (route.eval === null && this.evalsWaitFor(h.url, panicking))
+        cap = trainingCap(cap, share, evalLoad);
+      return {
+        url: h.url,
+        weight: h.weight,
+        load,
+        cap,
+        available: this.usable(h.url, route, panicking),
+      };
+    });
     if (route.avoid !== null && loads.some((h) => h.available && h.url !== route.avoid)) {
       const avoided = loads.find((h) => h.url === route.avoid);
       if (avoided) avoided.available = false;
@@ -373,14 +405,37 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
         return this.grant(ticket, group, held.host, leaseMs, route);
       this.drop(ticket);
     }
-    if (this.turns.length > 0) return null;
+    // Nobody jumps the line, but an evaluation may pass training episodes within its share.
+    const pass: Pass | null =
+      this.turns.length === 0
+        ? "in turn"
+        : route.eval !== null && !this.evalsWaiting()
+          ? "first"
+          : null;
+    if (pass === null) return null;
     const host = chooseHost(
       route.key,
       this.preferredOf(group, route),
-      this.loads(route),
+      this.loads(route, pass),
       this.bound,
     );
     return host === null ? null : this.grant(ticket, group, host, leaseMs, route);
+  }
+
+  /** Whether some evaluation group's episode waits for a permit. */
+  private evalsWaiting(): boolean {
+    return this.turns.some((group) => this.waiting.get(group)?.[0]?.route.eval != null);
+  }
+
+  /**
+   * Whether an evaluation that could use the host waits: one pinned to a version the host does
+   * not serve keeps no share of it from training.
+   */
+  private evalsWaitFor(url: string, panicking: boolean): boolean {
+    return this.turns.some((group) => {
+      const route = this.waiting.get(group)?.[0]?.route;
+      return route !== undefined && route.eval !== null && this.usable(url, route, panicking);
+    });
   }
 
   /** The route's preferred hosts, then those the group's episodes hold permits on, most first. */
@@ -413,13 +468,15 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
 
   private grant(ticket: string, group: string, host: string, leaseMs: number, route: Route): Grant {
     const expiresAt = Date.now() + leaseMs;
-    this.hold(ticket, { group, host, expiresAt });
+    const evaluation = route.eval !== null;
+    this.hold(ticket, { group, host, expiresAt, eval: evaluation });
     this.ctx.storage.sql.exec(
-      "INSERT OR REPLACE INTO permits (ticket, group_id, expires_at, host) VALUES (?, ?, ?, ?)",
+      "INSERT OR REPLACE INTO permits (ticket, group_id, expires_at, host, eval) VALUES (?, ?, ?, ?, ?)",
       ticket,
       group,
       expiresAt,
       host,
+      evaluation ? 1 : 0,
     );
     if (this.alarmAt === null || expiresAt < this.alarmAt) this.arm(expiresAt);
     const record = this.records.get(host);
@@ -433,21 +490,23 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   /** Counts a permit in memory (granted now, or read back after a restart). */
   private hold(ticket: string, permit: Permit): void {
     const before = this.permits.get(ticket);
-    if (before !== undefined) {
-      this.load.set(before.host, (this.load.get(before.host) ?? 1) - 1);
-      this.countGroupHost(before.group, before.host, -1);
-    }
+    if (before !== undefined) this.count(before, -1);
     this.permits.set(ticket, permit);
-    this.load.set(permit.host, (this.load.get(permit.host) ?? 0) + 1);
-    this.countGroupHost(permit.group, permit.host, 1);
+    this.count(permit, 1);
+  }
+
+  /** Counts a permit in (1) or out (-1) of its host's load and its group's hosts. */
+  private count(permit: Permit, delta: 1 | -1): void {
+    this.load.set(permit.host, (this.load.get(permit.host) ?? 0) + delta);
+    if (permit.eval) this.evalLoad.set(permit.host, (this.evalLoad.get(permit.host) ?? 0) + delta);
+    this.countGroupHost(permit.group, permit.host, delta);
   }
 
   private drop(ticket: string): void {
     const permit = this.permits.get(ticket);
     if (permit === undefined) return;
     this.permits.delete(ticket);
-    this.load.set(permit.host, (this.load.get(permit.host) ?? 1) - 1);
-    this.countGroupHost(permit.group, permit.host, -1);
+    this.count(permit, -1);
     this.ctx.storage.sql.exec("DELETE FROM permits WHERE ticket = ?", ticket);
   }
 
@@ -475,10 +534,16 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   }
 
   /**
-   * Grants what the hosts have room for, one waiter per group in turn. A group whose first
-   * waiter fits no host (the hosts it may use are full) keeps its place; the others go on.
+   * Grants what the hosts have room for: first evaluations within their share, then one waiter
+   * per group in turn. A group whose first waiter fits no host (the hosts it may use are full)
+   * keeps its place; the others go on.
    */
   private pump(): void {
+    this.serve("first");
+    this.serve("in turn");
+  }
+
+  private serve(pass: Pass): void {
     let progressed = true;
     while (progressed && this.turns.length > 0 && this.anyRoom()) {
       progressed = false;
@@ -486,12 +551,16 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
         const group = this.turns[i] as string;
         const queue = this.waiting.get(group) ?? [];
         const next = queue[0];
+        if (pass === "first" && next !== undefined && next.route.eval === null) {
+          i++;
+          continue;
+        }
         const host =
           next &&
           chooseHost(
             next.route.key,
             this.preferredOf(group, next.route),
-            this.loads(next.route),
+            this.loads(next.route, pass),
             this.bound,
           );
         if (!next || host === null || host === undefined) {

@@ -37,6 +37,7 @@ export const HostViewSchema = z.object({
   name: z.string(),
   state: z.enum(["healthy", "ejected", "probing", "paused"]),
   in_flight: z.number().int(),
+  eval_in_flight: z.number().int(),
   cap: z.number().int().nullable(),
   weight: z.number(),
   policy_version: z.number().int().nullable(),

@@ -35,4 +35,10 @@ export const FLEET_MIGRATIONS: readonly Migration[] = [
         hosts TEXT NOT NULL
       )`),
   },
+  {
+    version: 3,
+    // An evaluation's permits count toward the share each host keeps for evaluations.
+    name: "permits of evaluation groups",
+    up: (sql) => sql.exec("ALTER TABLE permits ADD COLUMN eval INTEGER NOT NULL DEFAULT 0"),
+  },
 ];

@@ -136,6 +136,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
           policy: policy === null ? null : { version: policy.version, maxLag: policy.maxLag },
           avoid: null,
           model: spec.request.sampling.model,
+          eval: spec.request.kind === "eval" ? spec.request.policy_version : null,
         };
       },
       hostOf: (episode) => (this.store.exists() ? this.store.episodes.get(episode).host : null),
@@ -303,6 +304,8 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     const policy = this.policy.known();
     const group = this.store.group.get();
     if (policy === null || group.phase !== "running") return;
+    // An evaluation is pinned to its version: however far the run moves on, it measures that one.
+    if (group.spec.request.kind === "eval") return;
     // A group that has sent nothing yet is not stale: its turns go out at the current version.
     const lowest = this.policy.span(this.store.sentTurns(), group.spec.request.policy_version).min;
     if (lowest === null) return;

@@ -5,6 +5,7 @@ import {
   AlgorithmSchema,
   CreditAssignmentSchema,
   GenerationSchema,
+  GroupKindSchema,
   TokensSchema,
 } from "../domain/group-options";
 import { TaskExampleSchema } from "../sdk";
@@ -65,6 +66,11 @@ const REQUEST_FIELDS = {
   /** `opd`: on-policy distillation; a teacher scores the student's own tokens after each episode. */
   algorithm: AlgorithmSchema.default("grpo"),
   teacher: z.strictObject({ model: z.string().min(1).max(256) }).optional(),
+  /**
+   * `eval` measures the `policy_version` it names (required): never leased by a trainer, never
+   * cancelled as stale, and served first within EVAL_SHARE of each host (docs/architecture.md).
+   */
+  kind: GroupKindSchema.default("train"),
 };
 
 export const StartGroupRequestSchema = z
@@ -72,6 +78,11 @@ export const StartGroupRequestSchema = z
   .superRefine((r, ctx) => {
     const problem = (path: (string | number)[], message: string) =>
       ctx.addIssue({ code: "custom", path, message });
+    if (r.kind === "eval" && r.policy_version === undefined)
+      problem(
+        ["policy_version"],
+        'required with kind "eval": an evaluation measures one named policy version',
+      );
     if (r.sampling.max_completion_tokens >= r.max_context_tokens)
       problem(["sampling", "max_completion_tokens"], "must be smaller than max_context_tokens");
     if (r.generation === "tokens" && r.tokens === "off")

@@ -25,6 +25,7 @@ export function groupRow(spec: GroupSpec, status: GroupStatus): typeof groups.$i
     generation: request.generation,
     algorithm: request.algorithm,
     teacherModel: request.teacher?.model ?? null,
+    kind: request.kind,
     warnings: [],
     sampling: request.sampling,
     maxContextTokens: request.max_context_tokens,

@@ -35,6 +35,8 @@ export async function claimGroups(
   const eligible = request.include_parked ? `(${free} OR delivery_state = 'parked')` : free;
   const where = [
     "status = 'landed'",
+    // An evaluation's episodes measure a policy; they never train one.
+    "kind = 'train'",
     eligible,
     request.include_parked ? "1" : "deliveries < ?2",
     // The span's lowest version: a group is as old as its oldest turn.

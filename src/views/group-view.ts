@@ -58,6 +58,7 @@ interface GroupFacts {
     | "generation"
     | "algorithm"
     | "teacherModel"
+    | "kind"
     | "createdAt"
   >;
   status: GroupStatus;
@@ -91,6 +92,7 @@ function groupView(g: GroupFacts) {
     env: request.env,
     run_id: request.runId,
     example_id: request.exampleId,
+    kind: request.kind,
     group_size: request.groupSize,
     policy_version: request.policyVersion,
     policy_version_min: g.span.min,
@@ -156,6 +158,7 @@ function liveGroupView(live: LiveGroupStatus) {
       generation: request.generation,
       algorithm: request.algorithm,
       teacherModel: request.teacher?.model ?? null,
+      kind: request.kind,
       createdAt: spec.createdAt,
     },
     status: live.status,

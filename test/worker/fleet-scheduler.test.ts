@@ -36,6 +36,7 @@ const route = (key: string, extra: Partial<Route> = {}): Route => ({
   preferred: [],
   policy: null,
   avoid: null,
+  eval: null,
   model: "sim",
   ...extra,
 });
@@ -191,6 +192,81 @@ describe("routing over several hosts", () => {
     expect((await totals(stub)).waiting).toBe(1);
     await stub.setHost(dead(1012), { paused: false });
     expect(urlOf(await waiting)).toBe(dead(1012));
+  });
+});
+
+describe("evaluation groups beside training (EVAL_SHARE 0.25)", () => {
+  const evaluation = (key: string, version = 3) => route(key, { eval: version });
+
+  it("sends an evaluation only to hosts serving its version, or declaring none", async () => {
+    const stub = await fleet([host(dead(1021)), host(dead(1022)), host(dead(1023))]);
+    await stub.setHost(dead(1021), { policyVersion: 4 });
+    await stub.setHost(dead(1022), { policyVersion: 3 });
+    for (let e = 0; e < 4; e++) {
+      const g = await stub.acquire(`p:${e}`, "p", LEASE, evaluation("p"));
+      expect([dead(1022), dead(1023)]).toContain(g?.host);
+    }
+    // Once the last host declares another version, only the one serving 3 is left.
+    await stub.setHost(dead(1023), { policyVersion: 5 });
+    const g = await stub.acquire("p:9", "p", LEASE, evaluation("p", 3));
+    expect(g?.host).toBe(dead(1022));
+  });
+
+  it("gives a waiting evaluation the first permit training frees, up to its share, then takes turns", async () => {
+    // A cap of 8 keeps 2 for evaluations while one waits.
+    const stub = await fleet([host(LIVE, 8)]);
+    for (let e = 0; e < 8; e++)
+      expect(await stub.acquire(`t:${e}`, "t", LEASE, route("t"))).not.toBeNull();
+    const order: string[] = [];
+    const take = (ticket: string, group: string, r: Route) =>
+      stub.acquire(ticket, group, LEASE, r).then((g) => {
+        if (g) order.push(ticket);
+      });
+    // Training asked first and waits; then an evaluation of six episodes.
+    const waiters = [0, 1, 2, 3].map((e) => take(`t:${8 + e}`, "t", route("t")));
+    await settle();
+    waiters.push(...[0, 1, 2, 3, 4, 5].map((e) => take(`e:${e}`, "e", evaluation("e"))));
+    await settle();
+    for (let e = 0; e < 6; e++) {
+      await stub.releaseMany("t", [`t:${e}`]);
+      await settle();
+    }
+    // Its share first, ahead of training that waited longer; then one each in turn.
+    expect(order).toEqual(["e:0", "e:1", "t:8", "e:2", "t:9", "e:3"]);
+    const [h] = await stub.hosts();
+    expect(h).toMatchObject({ in_flight: 8, eval_in_flight: 4, waiting: 4 });
+    // Training was never stopped: it kept the rest of the cap throughout.
+    await stub.releaseGroup("e");
+    await stub.releaseGroup("t");
+    await Promise.all(waiters);
+  });
+
+  it("keeps no share while no evaluation waits: training uses the whole cap", async () => {
+    const stub = await fleet([host(LIVE, 4)]);
+    for (let e = 0; e < 4; e++)
+      expect(await stub.acquire(`w:${e}`, "w", LEASE, route("w"))).not.toBeNull();
+    // An evaluation arriving at a full host waits for the first permit training frees.
+    const waiting = stub.acquire("x:0", "x", LEASE, evaluation("x"));
+    const training = stub.acquire("w:4", "w", LEASE, route("w"));
+    await settle();
+    await stub.releaseMany("w", ["w:0"]);
+    expect(urlOf(await waiting)).toBe(LIVE);
+    await stub.releaseMany("w", ["w:1"]);
+    expect(urlOf(await training)).toBe(LIVE);
+  });
+
+  it("keeps no share of a host for an evaluation pinned to a version the host does not serve", async () => {
+    const stub = await fleet([host(LIVE, 4)]);
+    await stub.setHost(LIVE, { policyVersion: 7 });
+    for (let e = 0; e < 3; e++)
+      expect(await stub.acquire(`s:${e}`, "s", LEASE, route("s"))).not.toBeNull();
+    const pinned = stub.acquire("q:0", "q", LEASE, evaluation("q", 3));
+    await settle();
+    // The host serves 7: the evaluation of 3 waits for another host, and training takes the cap.
+    expect(await stub.acquire("s:3", "s", LEASE, route("s"))).not.toBeNull();
+    expect((await totals(stub)).waiting).toBe(1);
+    await stub.releaseGroup("q");
+    expect(await pinned).toBeNull();
   });
 });
 

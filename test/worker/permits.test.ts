@@ -24,6 +24,7 @@ async function freshLimiter(cap = 1, urls: string[] = [LIVE]) {
     policy: null,
     avoid: null,
     model: "sim",
+    eval: null,
   });
   return {
     stub,
@@ -50,6 +51,7 @@ function memoryRouting(groupId: string) {
       policy: null,
       avoid: null,
       model: "sim",
+      eval: null,
     }),
     hostOf: (e) => hosts.get(e) ?? null,
     granted: (e, grant: Grant) => {

@@ -1,0 +1,1 @@
+ALTER TABLE `groups` ADD `kind` text DEFAULT 'train' NOT NULL;
