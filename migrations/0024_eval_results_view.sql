@@ -12,6 +12,25 @@ WHERE kind = 'train'
   AND (status = 'running' OR (status = 'landed' AND delivery_state = 'available' AND uniform = 0))
 GROUP BY run_id, COALESCE(policy_version_min, policy_version);
 --> statement-breakpoint
+-- The training curve is the training groups': an evaluation's episodes are in `eval_results`.
+DROP VIEW IF EXISTS `reward_by_policy_version`;
+--> statement-breakpoint
+CREATE VIEW `reward_by_policy_version` AS
+SELECT
+  run_id,
+  env,
+  policy_version,
+  COUNT(*) AS episodes,
+  ROUND(AVG(score), 4) AS mean_reward,
+  ROUND(AVG(success), 4) AS success_rate,
+  ROUND(AVG(turns), 2) AS mean_turns,
+  MIN(created_at) AS first_seen
+FROM episodes
+WHERE status != 'failed'
+  AND NOT EXISTS (SELECT 1 FROM groups g WHERE g.id = episodes.group_id AND g.kind = 'eval')
+GROUP BY run_id, env, policy_version
+ORDER BY run_id, env, policy_version;
+--> statement-breakpoint
 -- `eval_results`: each evaluated policy version's metrics, one row per run, environment, version
 -- and k (1, 2, 4, ... up to the group size). An example is one eval group; its measured episodes
 -- are those scored and sampled wholly at the group's version (an episode whose turns went out at

@@ -125,6 +125,54 @@ class EdgerollClient:
         by version (what a producer keeps below a bound so it never runs ahead)."""
         return self._request("GET", f"/v1/runs/{run_id}")
 
+    def get_evals(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's evaluation metrics (the `eval_results` view): per environment, policy version
+        and k, pass_at_k, maj_at_k, avg_reward and avg_success."""
+        return self._request("GET", f"/v1/runs/{run_id}/evals")
+
+    def evaluate(
+        self,
+        env: str,
+        examples: list[dict[str, Any]],
+        *,
+        group_size: int,
+        policy_version: int,
+        run_id: str,
+        sampling: dict[str, Any],
+        k: list[int] | None = None,
+        concurrency: int = 8,
+        **request: Any,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Evaluates one policy version: an evaluation group (`kind: "eval"`) per example, then
+        the version's rows of `eval_results` (only those `k`, when given). Returns the landed
+        groups and the rows. Training goes on meanwhile: evaluations are never leased. Keys
+        name the version, so a rerun resumes and the next version starts groups of its own."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(example: dict[str, Any]) -> dict[str, Any]:
+            body = {
+                **request,
+                "env": env,
+                "example": example,
+                "group_size": group_size,
+                "run_id": run_id,
+                "kind": "eval",
+                "policy_version": policy_version,
+                "sampling": sampling,
+            }
+            key = f"edgeroll-eval:{run_id}:{env}:v{policy_version}:{example['id']}:{group_size}"[:255]
+            started = self.start_group(body, idempotency_key=key)
+            return self.wait_for_group(started["group_id"])
+
+        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(examples)))) as pool:
+            groups = list(pool.map(one, examples))
+        rows = [
+            row
+            for row in self.get_evals(run_id)
+            if row["env"] == env and row["policy_version"] == policy_version and (k is None or row["k"] in k)
+        ]
+        return groups, rows
+
     def lease(self, **request: Any) -> Batch:
         """Leases whole scored groups; see docs/batches.md for the batch format. An empty batch is normal."""
         answer = self._request("POST", "/v1/batches/lease", request)

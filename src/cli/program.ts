@@ -192,8 +192,50 @@ export function buildProgram(): Command {
     .option("--generation <mode>", "chat (the host renders prompts) or tokens (token-in)", "chat")
     .option("--algorithm <name>", "grpo, or opd (on-policy distillation, with --teacher)", "grpo")
     .option("--teacher <model>", "the teacher model for --algorithm opd (on TEACHER_BASE_URL)")
+    .option(
+      "--kind <kind>",
+      "train, or eval: measure --policy-version, never leased (see `edgeroll eval`)",
+      "train",
+    )
     .option("--limit <n>", "only the first n examples")
     .action(async (flags) => (await import("./run")).run(flags));
+
+  withApi(program.command("eval"))
+    .description(
+      "evaluate one policy version: an eval group per dataset example, then pass@k, maj@k and the mean reward",
+    )
+    .requiredOption("--env <name>", "an environment the Worker serves (GET /v1/environments)")
+    .requiredOption("--dataset <file.jsonl>", "held-out task examples, one per line")
+    .requiredOption("--group-size <n>", "episodes per example: pass@k and maj@k go up to it")
+    .requiredOption("--policy-version <n>", "the policy version measured")
+    .option(
+      "--k <list>",
+      "which k to show, e.g. 1,4,8 (default: 1, 2, 4, ... up to the group size)",
+    )
+    .option("--concurrency <n>", "groups in flight at once", "8")
+    .option(
+      "--run <id>",
+      "run id (default: the dataset's name, prefixed with the env unless it holds it)",
+    )
+    .option("--prompt-text <text>", "the run's prompt text (the system message when none)")
+    .option("--model <name>", "model name on the inference host", "sim")
+    .option("--temperature <t>", "sampling temperature", "1")
+    .option("--top-p <p>", "nucleus sampling: keep the tokens of this much probability", "1")
+    .option("--stop <text>", "a stop string (repeat for more, up to 8)", collect)
+    .option("--max-completion-tokens <n>", "per action")
+    .option("--max-context-tokens <n>", "per episode")
+    .option("--seed <n>", "reproducible sampling")
+    .option("--tokens <mode>", "token-exact episodes: auto, required or off", "auto")
+    .option("--generation <mode>", "chat (the host renders prompts) or tokens (token-in)", "chat")
+    .option("--limit <n>", "only the first n examples")
+    .action(async (flags) =>
+      (await import("./eval")).evaluate({
+        creditAssignment: "per_episode",
+        advantage: "mean",
+        algorithm: "grpo",
+        ...flags,
+      }),
+    );
 
   withApi(program.command("pull"))
     .description(

@@ -9,6 +9,7 @@ import pMap from "p-map";
 import {
   type EdgerollClient,
   EdgerollError,
+  evalIdempotencyKey,
   type GroupView,
   type StartGroupInput,
 } from "../client/edgeroll-client";
@@ -66,9 +67,13 @@ export function emptyProgress(total: number): JobProgress {
 }
 
 export function idempotencyKey(
-  job: Pick<Job, "runId" | "env" | "groupSize">,
+  job: Pick<Job, "runId" | "env" | "groupSize" | "request">,
   example: TaskExample,
 ): string {
+  // An evaluation's key names its version: evaluating the next version starts groups of its own.
+  const { kind, policy_version: version } = job.request;
+  if (kind === "eval" && version !== undefined)
+    return evalIdempotencyKey({ ...job, policyVersion: version }, example.id);
   return `edgeroll-run:${job.runId}:${job.env}:${example.id}:${job.groupSize}`.slice(0, 255);
 }
 

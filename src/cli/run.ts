@@ -1,6 +1,7 @@
 /** `edgeroll run`: one rollout group per dataset example, with progress, resumable. */
 import { existsSync, readFileSync } from "node:fs";
 import { basename, extname } from "node:path";
+import type { EdgerollClient } from "../client/edgeroll-client";
 import { parseDatasetJsonl } from "../sdk";
 import { parseModel } from "../sim/directives";
 import { PLAYERS } from "../sim/policies";
@@ -37,6 +38,8 @@ export interface RunFlags {
   generation: string;
   algorithm: string;
   teacher?: string;
+  /** `train`, or `eval` (needs --policy-version). */
+  kind: string;
   limit?: string;
 }
 
@@ -124,7 +127,11 @@ export function groupRequest(flags: RunFlags): Job["request"] {
     throw new CliError("--algorithm opd and --teacher <model> go together");
   if (flags.stop !== undefined && flags.stop.length > 8)
     throw new CliError(`--stop: at most 8 stop strings, got ${flags.stop.length}`);
+  const kind = oneOf("kind", flags.kind, ["train", "eval"] as const);
+  if (kind === "eval" && flags.policyVersion === undefined)
+    throw new CliError("--kind eval measures one policy version: give --policy-version <n>");
   return {
+    kind,
     ...(flags.promptText === undefined ? {} : { prompt_text: flags.promptText }),
     ...(flags.policyVersion === undefined
       ? {}
@@ -161,7 +168,14 @@ export function groupRequest(flags: RunFlags): Job["request"] {
   };
 }
 
-export async function run(flags: RunFlags): Promise<void> {
+/**
+ * Starts one group per example of the dataset and waits for them all, showing progress and then
+ * the summary; what `run` and `eval` share. `verb` names the job in what it prints.
+ */
+export async function runDataset(
+  flags: RunFlags,
+  verb: "run" | "eval",
+): Promise<{ client: EdgerollClient; runId: string; progress: JobProgress }> {
   if (!existsSync(flags.dataset)) throw new CliError(`no dataset at ${flags.dataset}`);
   const request = groupRequest(flags);
   const groupSize = int("group-size", flags.groupSize, 1, 256);
@@ -191,16 +205,22 @@ export async function run(flags: RunFlags): Promise<void> {
     ...(maxAhead === undefined ? {} : { maxAhead }),
     request,
   };
+  const version = request.kind === "eval" ? ` at policy version ${request.policy_version}` : "";
   console.log(
-    `run ${runId}: ${job.examples.length} groups x ${job.groupSize} episodes of ${flags.env} on ${flags.url}`,
+    `${verb} ${runId}: ${job.examples.length} groups x ${job.groupSize} episodes of ${flags.env}${version} on ${flags.url}`,
   );
   const bar = new JobProgressBar(flags.env, job.examples.length);
   try {
     const { progress } = await runJob(client, job, (p) => bar.update(p));
     bar.stop();
-    console.log(summaryTable(`run ${runId}`, progress));
+    console.log(summaryTable(`${verb} ${runId}`, progress));
     for (const note of runNotes(progress, flags.env, flags.model)) console.log(note);
+    return { client, runId, progress };
   } finally {
     bar.stop();
   }
+}
+
+export async function run(flags: RunFlags): Promise<void> {
+  await runDataset(flags, "run");
 }

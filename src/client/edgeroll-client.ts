@@ -3,6 +3,7 @@
  * anywhere `fetch` does (Node >= 18, browsers, Workers).
  */
 import type { z } from "zod";
+import type { EvalResultRow } from "../db/queries";
 import type { EndState } from "../domain/episode-outcomes";
 import type { HostsView, HostUpdate } from "../fleet/hosts-wire";
 import type { PolicyRequestSchema } from "../policy/policy-wire";
@@ -101,6 +102,42 @@ function tokenFromEnvironment(): string | undefined {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process
     ?.env;
   return env?.EDGEROLL_TOKEN || undefined;
+}
+
+/** What `evaluate` runs: one evaluation group per example, every one at `policyVersion`. */
+export interface EvaluateInput {
+  env: string;
+  examples: readonly StartGroupInput["example"][];
+  groupSize: number;
+  /** The version measured; its rows of `eval_results` are what `evaluate` returns. */
+  policyVersion: number;
+  runId: string;
+  sampling: StartGroupInput["sampling"];
+  /** Only these k (default: every k the view has, 1, 2, 4, ... up to the group size). */
+  k?: readonly number[];
+  /** Groups in flight at once (default 8). */
+  concurrency?: number;
+  /** Any other group field: prompt_text, max_context_tokens, tokens, ... */
+  request?: Omit<
+    StartGroupInput,
+    "env" | "example" | "group_size" | "run_id" | "kind" | "policy_version" | "sampling"
+  >;
+  /** Called as each group lands. */
+  onGroup?: (group: GroupView) => void;
+}
+
+/**
+ * An evaluation group's idempotency key: run, environment, version, example and group size, so
+ * a rerun resumes the groups it started and another version's evaluation starts its own.
+ */
+export function evalIdempotencyKey(
+  input: Pick<EvaluateInput, "runId" | "env" | "policyVersion" | "groupSize">,
+  exampleId: string,
+): string {
+  return `edgeroll-eval:${input.runId}:${input.env}:v${input.policyVersion}:${exampleId}:${input.groupSize}`.slice(
+    0,
+    255,
+  );
 }
 
 export interface ClientOptions {
@@ -294,6 +331,55 @@ export class EdgerollClient {
       (run) => `run "${runId}" still has ${run.in_flight_generations} generations in flight`,
       { ...options, intervalMs: options.intervalMs ?? 200 },
     );
+  }
+
+  /**
+   * The run's evaluation metrics, the rows of the `eval_results` view: per environment, policy
+   * version and k, pass@k, maj@k and the mean reward (docs/querying.md).
+   */
+  getEvals(runId: string): Promise<EvalResultRow[]> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}/evals`);
+  }
+
+  /**
+   * Evaluates one policy version: starts an evaluation group (`kind: "eval"`) per example, waits
+   * for all of them, and returns them with the version's metrics. Training goes on meanwhile:
+   * evaluations are never leased, and the fleet keeps them a share of every host.
+   */
+  async evaluate(input: EvaluateInput): Promise<{ groups: GroupView[]; results: EvalResultRow[] }> {
+    const groups: GroupView[] = new Array(input.examples.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < input.examples.length) {
+        const at = next++;
+        const example = input.examples[at] as StartGroupInput["example"];
+        const started = await this.startGroup(
+          {
+            ...input.request,
+            env: input.env,
+            example,
+            group_size: input.groupSize,
+            run_id: input.runId,
+            kind: "eval",
+            policy_version: input.policyVersion,
+            sampling: input.sampling,
+          },
+          { idempotencyKey: evalIdempotencyKey(input, example.id) },
+        );
+        const group = await this.waitForGroup(started.group_id, { intervalMs: 250 });
+        groups[at] = group;
+        input.onGroup?.(group);
+      }
+    };
+    const workers = Math.max(1, Math.min(input.concurrency ?? 8, input.examples.length));
+    await Promise.all(Array.from({ length: workers }, worker));
+    const results = (await this.getEvals(input.runId)).filter(
+      (row) =>
+        row.env === input.env &&
+        row.policy_version === input.policyVersion &&
+        (input.k === undefined || input.k.includes(row.k)),
+    );
+    return { groups, results };
   }
 
   getPolicy(runId: string): Promise<RunPolicyView> {

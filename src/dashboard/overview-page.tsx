@@ -4,9 +4,29 @@ import type { HostsView } from "../fleet/hosts-wire";
 import { binValues, color, Histogram, LineChart, type Series, ShareBars } from "./charts";
 import { HostsTable } from "./hosts-table";
 import { fmt, Layout, Pill } from "./layout";
-import type { HostStatsRow, overview } from "./queries";
+import type { EvalPoint, HostStatsRow, overview } from "./queries";
 
 type Overview = Awaited<ReturnType<typeof overview>>;
+
+/**
+ * Evaluation curves by policy version: pass@1 for each run and environment, and pass@k and
+ * maj@k at the largest k (8 for groups of 8) when it is above 1.
+ */
+function evalSeries(points: readonly EvalPoint[]): Series[] {
+  const series = new Map<string, { x: number; y: number }[]>();
+  const add = (name: string, x: number, y: number | null) => {
+    if (y !== null) series.set(name, [...(series.get(name) ?? []), { x, y }]);
+  };
+  for (const p of points) {
+    const at = `${p.run_id} · ${p.env}`;
+    if (p.k === 1) add(`${at} · pass@1`, p.policy_version, p.pass_at_k);
+    else {
+      add(`${at} · pass@${p.k}`, p.policy_version, p.pass_at_k);
+      add(`${at} · maj@${p.k}`, p.policy_version, p.maj_at_k);
+    }
+  }
+  return [...series].map(([name, pts]) => ({ name, points: pts.sort((a, b) => a.x - b.x) }));
+}
 
 function byKey<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]> {
   const map = new Map<string, T[]>();
@@ -30,7 +50,9 @@ export function OverviewPage(props: {
     drift,
     distillation,
     policies,
+    evals,
   } = props.data;
+  const evalCurves = evalSeries(evals);
   const envs = [...byKey(scores, (s) => s.env)];
   const series: Series[] = [...byKey(byVersion, (r) => `${r.run_id} · ${r.env}`)].map(
     ([name, rows]) => ({
@@ -96,6 +118,14 @@ export function OverviewPage(props: {
               series={series}
               xLabel="policy version"
               testId="policy-version-chart"
+            />
+          ) : null}
+          {evalCurves.length > 0 ? (
+            <LineChart
+              title="evaluations: pass@k and maj@k by policy version (held-out, eval_results)"
+              series={evalCurves}
+              xLabel="policy version"
+              testId="eval-chart"
             />
           ) : null}
           {klSeries.length > 0 ? (

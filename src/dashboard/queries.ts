@@ -106,6 +106,16 @@ export function hostStats(db: D1Database, run: string | null): Promise<HostStats
   );
 }
 
+/** One point of an evaluation curve: a metric of `eval_results` at one version. */
+export interface EvalPoint {
+  run_id: string;
+  env: string;
+  policy_version: number;
+  k: number;
+  pass_at_k: number;
+  maj_at_k: number | null;
+}
+
 /** `run` narrows everything to one run; null means all runs. */
 export async function overview(db: D1Database, run: string | null) {
   const [
@@ -119,6 +129,7 @@ export async function overview(db: D1Database, run: string | null) {
     drift,
     distillation,
     policies,
+    evals,
   ] = await Promise.all([
     all<RunRow>(
       db,
@@ -181,6 +192,15 @@ export async function overview(db: D1Database, run: string | null) {
        WHERE ?1 IS NULL OR run_id = ?1 ORDER BY updated_at DESC LIMIT 100`,
       run,
     ),
+    // pass@1, and pass@k and maj@k at each version's largest k: the curves a trainer watches.
+    all<EvalPoint>(
+      db,
+      `SELECT r.run_id, r.env, r.policy_version, r.k, r.pass_at_k, r.maj_at_k FROM eval_results r
+       WHERE (?1 IS NULL OR r.run_id = ?1) AND (r.k = 1 OR r.k = (SELECT MAX(m.k) FROM eval_results m
+         WHERE m.run_id = r.run_id AND m.env = r.env AND m.policy_version = r.policy_version))
+       ORDER BY r.run_id, r.env, r.policy_version LIMIT 2000`,
+      run,
+    ),
   ]);
   return {
     runs,
@@ -192,6 +212,7 @@ export async function overview(db: D1Database, run: string | null) {
     drift,
     distillation,
     policies,
+    evals,
     totals: totals[0] ?? { groups: 0, landed: 0, running: 0 },
   };
 }

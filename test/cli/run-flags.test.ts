@@ -83,9 +83,11 @@ describe("edgeroll run's flags and the API's group request fields", () => {
       generation: "tokens",
       algorithm: "opd",
       teacher: "sim+teacher",
+      kind: "eval",
     };
     const request = groupRequest(flags);
     expect(request).toEqual({
+      kind: "eval",
       prompt_text: "Be brief.",
       policy_version: 2,
       credit_assignment: "per_turn",
@@ -118,6 +120,10 @@ describe("edgeroll run's flags and the API's group request fields", () => {
       /--advantage must be mean or mean_std, got "median"/,
     );
     expect(() => groupRequest({ ...flags, topP: "0" })).toThrow(/--top-p must be a number above 0/);
+    const { policyVersion: _, ...unpinned } = flags;
+    expect(() => groupRequest(unpinned)).toThrow(
+      /--kind eval measures one policy version: give --policy-version <n>/,
+    );
   });
 
   it("are all listed on docs/clients.md", () => {

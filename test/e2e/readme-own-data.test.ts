@@ -184,6 +184,19 @@ describe("the README's own-data commands, from a fresh copy after the demo, with
     });
   });
 
+  it("evaluate the trainer's version on held-out questions: pass@k and maj@k, and nothing leased", () => {
+    const out = resultOf(5)?.stdout ?? "";
+    expect(out).toMatch(
+      /eval guess-number: 16 groups x 8 episodes of exact-answer at policy version 2/,
+    );
+    expect(out).toMatch(/exact-answer at policy version 2 \(run guess-number, eval_results\):/);
+    // One row per k asked for: 16 examples, 128 episodes, pass@k, maj@k and the mean reward.
+    const rows = out.split("\n").filter((l) => /^│ (1|8) +│ 16 +│ 128 +│/.test(l));
+    expect(rows, out).toHaveLength(2);
+    const passAt = (row: string) => Number(row.split("│")[4]);
+    expect(passAt(rows[1] as string)).toBeGreaterThanOrEqual(passAt(rows[0] as string));
+  });
+
   it("print a dashboard link that opens the dashboard, with the run on it", async () => {
     const link = /dashboard +(http\S+\?token=\S+)/.exec(devOutput())?.[1];
     expect(link, devOutput()).toBeDefined();

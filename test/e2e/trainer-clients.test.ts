@@ -241,6 +241,66 @@ describe("against wrangler dev", () => {
     });
   });
 
+  it("both clients evaluate a policy version: eval groups land, unleased, and the metrics come back", async () => {
+    const examples = [0, 1, 2].map((i) => ({
+      id: `ev-${i}`,
+      input: `What is ${i + 3} * 7?`,
+      output: String((i + 3) * 7),
+    }));
+    const sampling = { model: "sim", temperature: 2, seed: 7 };
+    const ts = await api.evaluate({
+      env: "exact-answer",
+      examples,
+      groupSize: 4,
+      policyVersion: 1,
+      runId: "evals",
+      sampling,
+      k: [1, 4],
+    });
+    expect(ts.groups.map((g) => [g.status, g.kind])).toEqual([
+      ["landed", "eval"],
+      ["landed", "eval"],
+      ["landed", "eval"],
+    ]);
+    expect(ts.results.map((r) => [r.k, r.examples, r.episodes])).toEqual([
+      [1, 3, 12],
+      [4, 3, 12],
+    ]);
+    // pass@1 is the success rate; maj@k is there, as exact-answer exposes its answers.
+    expect(ts.results[0]?.pass_at_k).toBeCloseTo(ts.results[0]?.avg_success ?? -1, 9);
+    expect(ts.results[1]?.maj_at_k).not.toBeNull();
+    // The Python client, at the next version: groups of its own, and the same view.
+    const script = `
+import json, sys
+from edgeroll_client import EdgerollClient
+client = EdgerollClient(sys.argv[1], sys.argv[2])
+groups, rows = client.evaluate("exact-answer", json.loads(sys.argv[3]), group_size=4, policy_version=2,
+    run_id="evals", sampling={"model": "sim", "temperature": 2, "seed": 7}, k=[1, 2])
+print(json.dumps({"groups": [g["group_id"] for g in groups], "rows": rows}))
+`;
+    const python = spawnSync(
+      "python3",
+      ["-c", script, stack.apiUrl, stack.tokens.admin, JSON.stringify(examples)],
+      { encoding: "utf8", env: { ...process.env, PYTHONPATH: join(ROOT, "python") } },
+    );
+    expect(python.stderr).toBe("");
+    const py = JSON.parse(python.stdout) as { groups: string[]; rows: { k: number }[] };
+    expect(py.groups).toHaveLength(3);
+    expect(py.groups.some((id) => ts.groups.some((g) => g.group_id === id))).toBe(false);
+    const all = await api.getEvals("evals");
+    expect(py.rows).toEqual(all.filter((r) => r.policy_version === 2 && r.k <= 2));
+    expect(all.map((r) => [r.policy_version, r.k])).toEqual([
+      [1, 1],
+      [1, 2],
+      [1, 4],
+      [2, 1],
+      [2, 2],
+      [2, 4],
+    ]);
+    // Never leased: a trainer asking for this run gets nothing.
+    expect((await api.lease({ run_id: "evals", max_groups: 10 })).groups).toEqual([]);
+  }, 120_000);
+
   it("the stdlib Python trainer leases, trains on and acks batches", async () => {
     await landRun("python", 4);
     const result = spawnSync(

@@ -150,6 +150,20 @@ describe("evaluation metrics", () => {
     }
   });
 
+  it("are plotted on the dashboard by policy version; the training curve leaves them out", async () => {
+    const page = await (await api(`/?run=${run}`)).text();
+    expect(page).toContain('data-testid="eval-chart"');
+    for (const name of ["pass@1", "pass@8", "maj@8"])
+      expect(page).toContain(`${run} · exact-answer · ${name}`);
+    // The run's training group alone is its mean reward by version: 8 episodes, not 40.
+    expect(
+      await count(
+        "SELECT episodes AS n FROM reward_by_policy_version WHERE run_id = ?1 AND policy_version = 3",
+        run,
+      ),
+    ).toBe(8);
+  });
+
   it("are answered 404 for a run nobody started", async () => {
     const response = await api("/v1/runs/ev-nobody/evals");
     expect(response.status).toBe(404);
