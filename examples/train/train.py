@@ -226,42 +226,43 @@ def weights_sha256(model) -> str:
 
 
 def start_eval(client: EdgerollClient, args, heldout: list[dict], version: int) -> tuple[str, list[str]]:
-    """Starts one group a held-out drill on a run of its own (so the trainer's leases never see
-    them), sampled as training samples are. The seeds depend on the seed and the version only,
-    so a seed's RL run and its control draw alike."""
-    run_id = f"{args.run}-heldout-v{version}"
+    """Starts one evaluation group (`kind: "eval"`) a held-out drill, in the training run: pinned
+    to `version`, never leased, sampled as training samples are. The seeds depend on the seed
+    and the version only, so a seed's RL run and its control draw alike."""
     ids = []
     for i, example in enumerate(heldout):
         started = client.start_group({
             "env": ENV, "example": example, "group_size": args.eval_group_size,
-            "run_id": run_id, "policy_version": version,
+            "run_id": args.run, "kind": "eval", "policy_version": version,
             "sampling": {"model": "policy", "temperature": 1.0, "top_p": 1.0,
                          "max_completion_tokens": 48,
                          "seed": args.seed * 100_000 + 50_000 + version * 100 + i},
             "max_context_tokens": tp.CONTEXT,
-        }, idempotency_key=f"{run_id}:{i}")
+        }, idempotency_key=f"{args.run}:eval:v{version}:{i}")
         ids.append(started["group_id"])
-    return run_id, ids
+    return args.run, ids
 
 
 def finish_eval(client: EdgerollClient, run_id: str, group_ids: list[str], version: int) -> dict:
-    """Reads the held-out groups back (leased and acked, never trained on): the mean reward,
-    its standard error over the drills (each drill's mean is one draw), and the success rate."""
+    """The held-out figure at `version`, from edgeroll's `eval_results` (the mean reward, pass@k,
+    maj@k), with the standard error over the drills from the groups (each drill's mean is one
+    draw). The view and the groups must agree: a figure the trainer computed alone is not kept."""
     wait_landed(client, group_ids)
-    with client.leased(max_groups=len(group_ids), run_id=run_id, current_policy_version=version,
-                       max_policy_lag=0, skip_uniform_groups=False) as batch:
-        groups = batch.groups
-    if len(groups) != len(group_ids):
-        raise SystemExit(f"held-out v{version}: {len(groups)} of {len(group_ids)} groups came back")
-    scored = [[e for e in g["episodes"] if e["reward"] is not None] for g in groups]
-    means = [sum(e["reward"] for e in g) / len(g) for g in scored if g]
-    episodes = [e for g in scored for e in g]
+    groups = [client.get_group(group_id) for group_id in group_ids]
+    scored = [[e["score"] for e in g["episodes"] if e["score"] is not None] for g in groups]
+    means = [sum(g) / len(g) for g in scored if g]
+    rows = {r["k"]: r for r in client.get_evals(run_id) if r["env"] == ENV and r["policy_version"] == version}
+    view = rows.get(1)
+    if view is None or view["examples"] != len(group_ids) or view["unmeasured_episodes"] != 0:
+        raise SystemExit(f"held-out v{version}: eval_results has {view} for {len(group_ids)} groups")
     mean = sum(means) / len(means)
+    if abs(view["avg_reward"] - mean) > 1e-9:
+        raise SystemExit(f"held-out v{version}: eval_results says {view['avg_reward']}, the groups {mean}")
     var = sum((m - mean) ** 2 for m in means) / max(len(means) - 1, 1)
-    return {"version": version, "reward": mean, "se": (var / len(means)) ** 0.5,
-            "success": sum(1 for e in episodes if e["success"]) / max(len(episodes), 1),
-            "episodes": len(episodes),
-            "unscored": sum(len(g["episodes"]) for g in groups) - len(episodes)}
+    return {"version": version, "reward": view["avg_reward"], "se": (var / len(means)) ** 0.5,
+            "success": view["avg_success"], "episodes": view["episodes"],
+            "unscored": sum(len(g["episodes"]) for g in groups) - view["episodes"],
+            "pass_at_k": {str(k): r["pass_at_k"] for k, r in sorted(rows.items())}}
 
 
 def wait_landed(client: EdgerollClient, group_ids: list[str], timeout: float = 600) -> None:

@@ -1,7 +1,7 @@
 // End to end, as a user runs it: the simulator and the Worker under `wrangler dev` (real
 // workerd, Durable Objects and D1 on disk), driven by the TypeScript client, the CLI and the
 // stdlib Python trainer example.
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -51,6 +51,24 @@ async function landRun(
   return Promise.all(
     started.map((s) => api.waitForGroup(s.group_id, { timeoutMs: 60_000, intervalMs: 100 })),
   );
+}
+
+/** A child's output once it exits, read while this process goes on serving (the simulator). */
+function finished(
+  child: ChildProcess,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 beforeAll(async () => {
@@ -278,10 +296,11 @@ groups, rows = client.evaluate("exact-answer", json.loads(sys.argv[3]), group_si
     run_id="evals", sampling={"model": "sim", "temperature": 2, "seed": 7}, k=[1, 2])
 print(json.dumps({"groups": [g["group_id"] for g in groups], "rows": rows}))
 `;
-    const python = spawnSync(
-      "python3",
-      ["-c", script, stack.apiUrl, stack.tokens.admin, JSON.stringify(examples)],
-      { encoding: "utf8", env: { ...process.env, PYTHONPATH: join(ROOT, "python") } },
+    // Spawned, not spawnSync: the simulator answering its generations runs in this process.
+    const python = await finished(
+      spawn("python3", ["-c", script, stack.apiUrl, stack.tokens.admin, JSON.stringify(examples)], {
+        env: { ...process.env, PYTHONPATH: join(ROOT, "python") },
+      }),
     );
     expect(python.stderr).toBe("");
     const py = JSON.parse(python.stdout) as { groups: string[]; rows: { k: number }[] };
