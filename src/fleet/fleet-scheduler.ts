@@ -68,6 +68,8 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   private readonly waiting = new Map<string, Waiter[]>();
   /** Groups with waiters, in the order they are served (round robin). */
   private readonly turns: string[] = [];
+  /** The evaluation groups among them, with their route (kept apart: training looks it up often). */
+  private readonly evalsInLine = new Map<string, Route>();
   /** Adaptive hosts' caps as their KV caches allow (in memory: a restart starts them afresh). */
   private readonly caps = new Map<string, number>();
   /** When the alarm is set to go off, as far as this instance knows. */
@@ -424,7 +426,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
 
   /** Whether some evaluation group's episode waits for a permit. */
   private evalsWaiting(): boolean {
-    return this.turns.some((group) => this.waiting.get(group)?.[0]?.route.eval != null);
+    return this.evalsInLine.size > 0;
   }
 
   /**
@@ -432,10 +434,9 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
    * not serve keeps no share of it from training.
    */
   private evalsWaitFor(url: string, panicking: boolean): boolean {
-    return this.turns.some((group) => {
-      const route = this.waiting.get(group)?.[0]?.route;
-      return route !== undefined && route.eval !== null && this.usable(url, route, panicking);
-    });
+    for (const route of this.evalsInLine.values())
+      if (this.usable(url, route, panicking)) return true;
+    return false;
   }
 
   /** The route's preferred hosts, then those the group's episodes hold permits on, most first. */
@@ -462,6 +463,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   private enqueue(group: string, waiter: Waiter): void {
     const queue = this.waiting.get(group) ?? [];
     if (queue.length === 0) this.turns.push(group);
+    if (waiter.route.eval !== null) this.evalsInLine.set(group, waiter.route);
     queue.push(waiter);
     this.waiting.set(group, queue);
   }
@@ -513,6 +515,7 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
   /** Drops the group's queue and its turn in the round robin. */
   private forgetWaiters(group: string): void {
     this.waiting.delete(group);
+    this.evalsInLine.delete(group);
     const turn = this.turns.indexOf(group);
     if (turn !== -1) this.turns.splice(turn, 1);
   }
@@ -571,7 +574,10 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
         queue.shift();
         this.turns.splice(i, 1);
         if (queue.length > 0) this.turns.push(group);
-        else this.waiting.delete(group);
+        else {
+          this.waiting.delete(group);
+          this.evalsInLine.delete(group);
+        }
         next.answer(this.grant(next.ticket, group, host, next.leaseMs, next.route));
         progressed = true;
       }
