@@ -5,8 +5,8 @@
  * to (routing.ts: affinity, bounded by load), so the permits held on a host bound what is in
  * flight toward it. Over every host's cap, episodes wait in a fair queue: groups take turns, each
  * group's waiters in order, evaluation groups first within the share of each host kept for them
-(eval-share.ts). Each host's health (health.ts), pause, declared policy version and
- * learned capabilities are kept here and persisted with the permits, so a restart forgets none.
+ * (eval-share.ts). Each host's health (health.ts), pause, declared policy version and learned
+ * capabilities are kept here and persisted with the permits, so a restart forgets none.
  */
 import { DurableObject } from "cloudflare:workers";
 import { configFrom } from "../config";
