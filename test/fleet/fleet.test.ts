@@ -219,6 +219,37 @@ describe("the fleet", () => {
     expect(rows.every((r) => r.policy_version === 5)).toBe(true);
   });
 
+  it("sends an evaluation only to the host serving its version, while training goes on; each turn recorded at that version, and measured", async () => {
+    // A trainer at version 6 evaluates an old checkpoint, 3, which only one host still serves.
+    const old = HOSTS[3] as string;
+    await setPolicy("fleet-eval", { version: 6, max_lag: 1 });
+    for (const host of HOSTS) await setHost({ url: host, policy_version: host === old ? 3 : 6 });
+    const training = await start(`fleet-eval-train-${keys++}`, "fleet-eval");
+    const evalKey = `fleet-eval-${keys++}`;
+    const evaluation = await startGroup(
+      {
+        env: "guess-number",
+        example: guessExample(evalKey, 37),
+        group_size: 4,
+        run_id: "fleet-eval",
+        kind: "eval",
+        policy_version: 3,
+        sampling: { model: "sim", temperature: 1, seed: 5 },
+      },
+      { "idempotency-key": evalKey },
+    );
+    expect((await waitForGroup(evaluation)).status).toBe("landed");
+    expect((await waitForGroup(training)).status).toBe("landed");
+    const evalRows = await sampled(evaluation);
+    expect(evalRows.every((r) => r.host === old && r.policy_version === 3)).toBe(true);
+    // Training, within max_lag of 6, never went to the host serving 3.
+    expect((await sampled(training)).some((r) => r.host === old)).toBe(false);
+    const [k1] = await getJson<{ k: number; episodes: number; unmeasured_episodes: number }[]>(
+      "/v1/runs/fleet-eval/evals",
+    );
+    expect(k1).toMatchObject({ k: 1, episodes: 4, unmeasured_episodes: 0 });
+  });
+
   it("interrupts one host for a rolling sync: its generations are aborted at once and finish elsewhere, other hosts' go on", async () => {
     const [synced, other] = [HOSTS[0] as string, HOSTS[1] as string];
     const requestsOn = async (host: string) =>
