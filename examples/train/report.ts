@@ -41,6 +41,11 @@ export interface HeldOutEval {
   success: number;
   episodes: number;
   unscored: number;
+  /**
+   * pass@k by k, from edgeroll's `eval_results`: present when the evaluation ran as eval groups
+   * in the training run and its figures came from the view (train.py since issue 31).
+   */
+  pass_at_k?: Record<string, number>;
 }
 
 export interface TrainingRun {
@@ -168,6 +173,15 @@ function document(p: TrainingPlan, seeds: ReturnType<typeof pairs>): string {
   const above = seeds.length > 0 && Math.min(...margins) > bar;
   const evalSe = mean(all.flatMap((r) => r.heldout.map((e) => e.se)));
   const versions = seeds[0]?.rl.heldout.map((e) => e.version) ?? [];
+  // How the kept runs evaluated: as eval groups read back from eval_results, or (runs from
+  // before) as groups on a run of their own, leased back.
+  const fromView = all.every((r) => r.heldout.every((e) => e.pass_at_k !== undefined));
+  const howPlayed = fromView
+    ? `as evaluation groups of ${p.evalGroupSize} (\`kind: "eval"\`, temperature 1, as training samples) in the training run, pinned to
+the version and never leased; each figure is edgeroll's \`eval_results\` row, which train.py checks against the groups:`
+    : `as groups
+of ${p.evalGroupSize} (temperature 1, as training samples), on a run of their own, leased back and
+acked without training:`;
   const lastVersions = versions.slice(-FINAL_EVALS).join(" and ");
   const { shared, total, drills } = sharedSums();
   // One pass visits every training drill once, in order: the first pass against the last.
@@ -231,9 +245,7 @@ ${p.minibatches} clipped policy-gradient steps (Adam, lr ${seeds[0]?.rl.plan.lr 
 the server and acks. **The control** is the same run from the same warm-up at learning rate 0.
 
 **The held-out evaluation.** Every ${p.evalEvery} steps (policy versions ${versions.join(", ")}), the
-${p.evalExamples} drills of \`datasets/mental-math-heldout.jsonl\` play through edgeroll as groups
-of ${p.evalGroupSize} (temperature 1, as training samples), on a run of their own, leased back and
-acked without training: ${p.evalExamples * p.evalGroupSize} episodes an evaluation. The split is one
+${p.evalExamples} drills of \`datasets/mental-math-heldout.jsonl\` play through edgeroll ${howPlayed} ${p.evalExamples * p.evalGroupSize} episodes an evaluation. The split is one
 fixed-seed pool of distinct drills cut in two (\`scripts/mental-math-datasets.ts\`), so no held-out
 drill is a training drill or a warm-up row's, which a test checks and train.py asserts. The drills
 are new; the sums mostly are not: ${shared} of the ${total} held-out questions are sums some training drill
