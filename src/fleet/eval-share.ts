@@ -2,8 +2,9 @@
  * Evaluations beside training: each host keeps a share of its cap (EVAL_SHARE) for evaluation
  * episodes. While an evaluation waits, training takes no new permit that would leave the share
  * short, and evaluations are served first until they hold it; when none waits, training uses the
- * whole cap. Permits last an episode, so a waiting evaluation gets its share as soon as enough
- * training episodes end: in bounded time, with training never stopped (it keeps the rest).
+ * whole cap. Past its share an evaluation takes a permit only when no training episode waits.
+ * Permits last an episode, so a waiting evaluation gets its share as soon as enough training
+ * episodes end: in bounded time, with training never stopped (it keeps the rest).
  */
 
 /** The permits a host keeps for evaluations: at least one when the share is not 0. */

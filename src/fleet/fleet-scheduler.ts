@@ -42,7 +42,7 @@ interface Permit {
 
 /**
  * How a waiter is served: `first`, an evaluation within its host's share, ahead of the line;
- * `in turn`, everyone round robin.
+ * `in turn`, everyone round robin (an evaluation past its share only if no training waits).
  */
 type Pass = "first" | "in turn";
 
@@ -367,8 +367,8 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
 
   /**
    * The hosts as routing sees them for one route, served in one pass: while an evaluation waits,
-   * training sees each cap less the share evaluations do not hold yet, and an evaluation served
-   * first sees only that share.
+   * training sees each cap less the share evaluations do not hold yet; an evaluation served first,
+   * or while training waits, sees only that share.
    */
   private loads(route: Route, pass: Pass = "in turn"): HostLoad[] {
     // Ejection never empties the fleet: with every host ejected, all are tried, so generations
@@ -381,7 +381,9 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
       const load = this.load.get(h.url) ?? 0;
       const evalLoad = this.evalLoad.get(h.url) ?? 0;
       let cap = this.capOf(h);
-      if (route.eval !== null && pass === "first") cap = reservedCap(cap, share, load, evalLoad);
+      // An evaluation passes its share only when no training episode waits.
+      if (route.eval !== null && (pass === "first" || this.trainingWaits()))
+        cap = reservedCap(cap, share, load, evalLoad);
       else if (route.eval === null && this.evalsWaitFor(h.url, panicking))
         cap = trainingCap(cap, share, evalLoad);
       return {
@@ -422,6 +424,11 @@ export class FleetScheduler extends DurableObject<Env> implements FleetApi {
       this.bound,
     );
     return host === null ? null : this.grant(ticket, group, host, leaseMs, route);
+  }
+
+  /** Whether some training group's episode waits for a permit. */
+  private trainingWaits(): boolean {
+    return this.turns.length > this.evalsInLine.size;
   }
 
   /** Whether some evaluation group's episode waits for a permit. */

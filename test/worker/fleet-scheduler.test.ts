@@ -212,7 +212,7 @@ describe("evaluation groups beside training (EVAL_SHARE 0.25)", () => {
     expect(g?.host).toBe(dead(1022));
   });
 
-  it("gives a waiting evaluation the first permit training frees, up to its share, then takes turns", async () => {
+  it("gives a waiting evaluation the first permits training frees, up to its share, and more only when no training waits", async () => {
     // A cap of 8 keeps 2 for evaluations while one waits.
     const stub = await fleet([host(LIVE, 8)]);
     for (let e = 0; e < 8; e++)
@@ -231,11 +231,15 @@ describe("evaluation groups beside training (EVAL_SHARE 0.25)", () => {
       await stub.releaseMany("t", [`t:${e}`]);
       await settle();
     }
-    // Its share first, ahead of training that waited longer; then one each in turn.
-    expect(order).toEqual(["e:0", "e:1", "t:8", "e:2", "t:9", "e:3"]);
+    // Its share first, ahead of training that waited longer; past its share, nothing more
+    // while training waits: training keeps the rest of the cap.
+    expect(order).toEqual(["e:0", "e:1", "t:8", "t:9", "t:10", "t:11"]);
     const [h] = await stub.hosts();
-    expect(h).toMatchObject({ in_flight: 8, eval_in_flight: 4, waiting: 4 });
-    // Training was never stopped: it kept the rest of the cap throughout.
+    expect(h).toMatchObject({ in_flight: 8, eval_in_flight: 2, waiting: 4 });
+    // With no training waiting, the evaluation takes what training frees.
+    await stub.releaseMany("t", ["t:6", "t:7"]);
+    await settle();
+    expect(order.slice(6)).toEqual(["e:2", "e:3"]);
     await stub.releaseGroup("e");
     await stub.releaseGroup("t");
     await Promise.all(waiters);
