@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { findEpisode, groupTokenObjects, listEpisodes } from "../db/queries";
 import { EndStateSchema } from "../domain/episode-outcomes";
+import { GroupKindSchema } from "../domain/group-options";
 import { TOKEN_ENCODINGS } from "../tokens/sample-encoding";
 import { INCLUDE } from "../trainer/lease-request";
 import { readTokenObjects } from "../trainer/token-samples";
@@ -16,6 +17,8 @@ const ListQuerySchema = z.strictObject({
   env: z.string().min(1).optional(),
   status: EndStateSchema.optional(),
   success: z.stringbool().optional(),
+  /** Only training groups' episodes, or only evaluations'. */
+  kind: GroupKindSchema.optional(),
   cursor: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
   include: z
@@ -43,7 +46,13 @@ export const episodeRoutes = new Hono<{ Bindings: Env }>()
     const query = c.req.valid("query");
     const page = await listEpisodes(
       c.env.DB,
-      { runId: query.run_id, env: query.env, status: query.status, success: query.success },
+      {
+        runId: query.run_id,
+        env: query.env,
+        status: query.status,
+        success: query.success,
+        kind: query.kind,
+      },
       decodeCursor(query.cursor),
       query.limit,
     );

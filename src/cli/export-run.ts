@@ -82,6 +82,8 @@ export async function exportRun(flags: ExportFlags): Promise<void> {
   do {
     const page = await api.listEpisodes({
       run_id: flags.run,
+      // Evaluations measure and never train: their held-out episodes stay out of training data.
+      kind: "train",
       ...(flags.env ? { env: flags.env } : {}),
       ...(kind === "sft" ? { success: true } : {}),
       include,

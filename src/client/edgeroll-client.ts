@@ -408,6 +408,8 @@ export class EdgerollClient {
     env?: string;
     status?: EndState;
     success?: boolean;
+    /** Only training groups' episodes (`train`), or only evaluations' (`eval`). */
+    kind?: "train" | "eval";
     include?: string[];
     limit?: number;
     cursor?: string;

@@ -2,6 +2,7 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { EndState } from "../domain/episode-outcomes";
+import type { GroupKind } from "../domain/group-options";
 import { episodes, groups, messages } from "./schema";
 
 export type GroupRecord = typeof groups.$inferSelect;
@@ -39,6 +40,7 @@ export interface EpisodeFilter {
   env?: string | undefined;
   status?: EndState | undefined;
   success?: boolean | undefined;
+  kind?: GroupKind | undefined;
 }
 
 /** A page of landed episodes in landing order, resuming after `cursor` (finished_at, id). */
@@ -54,6 +56,9 @@ export async function listEpisodes(
     filter.env === undefined ? undefined : eq(episodes.env, filter.env),
     filter.status === undefined ? undefined : eq(episodes.status, filter.status),
     filter.success === undefined ? undefined : eq(episodes.success, filter.success),
+    filter.kind === undefined
+      ? undefined
+      : sql`${episodes.groupId} IN (SELECT id FROM groups WHERE kind = ${filter.kind})`,
     after === null
       ? undefined
       : sql`(${episodes.finishedAt}, ${episodes.id}) > (${after.finishedAt}, ${after.id})`,

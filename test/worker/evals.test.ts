@@ -164,6 +164,25 @@ describe("evaluation metrics", () => {
     ).toBe(8);
   });
 
+  it("are listed apart from training episodes: export takes training episodes alone", async () => {
+    const listed = async (kind: string) =>
+      (
+        await getJson<{ episodes: { group_id: string }[] }>(
+          `/v1/episodes?run_id=${run}&kind=${kind}&limit=500`,
+        )
+      ).episodes;
+    const evalIds = new Set(groups.map((g) => g.group_id));
+    const train = await listed("train");
+    expect(train).toHaveLength(8);
+    expect(train.some((e) => evalIds.has(e.group_id))).toBe(false);
+    const evals = await listed("eval");
+    expect(evals).toHaveLength(32);
+    expect(evals.every((e) => evalIds.has(e.group_id))).toBe(true);
+    const refused = await api(`/v1/episodes?run_id=${run}&kind=test`);
+    expect(refused.status).toBe(400);
+    expect((await errorOf(refused)).message).toContain("kind");
+  });
+
   it("are answered 404 for a run nobody started", async () => {
     const response = await api("/v1/runs/ev-nobody/evals");
     expect(response.status).toBe(404);
