@@ -126,8 +126,8 @@ class EdgerollClient:
         return self._request("GET", f"/v1/runs/{run_id}")
 
     def get_evals(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's evaluation metrics (the `eval_results` view): per environment, policy version
-        and k, pass_at_k, maj_at_k, avg_reward and avg_success."""
+        """The run's evaluation metrics (the `eval_results` view): per environment, its
+        env_version, policy version and k, pass_at_k, maj_at_k, avg_reward and avg_success."""
         return self._request("GET", f"/v1/runs/{run_id}/evals")
 
     def evaluate(

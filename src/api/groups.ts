@@ -5,6 +5,8 @@ import { readRunPolicy } from "../db/run-policies";
 import { checkSharedTokenizer, type TokenizerProblem } from "../distill/tokenizer-check";
 import { environmentsOf } from "../env-workers/environments";
 import type { RemoteEnvironments } from "../environments/registry";
+import { RemoteEnvError } from "../environments/remote/client";
+import { environmentVersion } from "../environments/versions";
 import { type KnownPolicy, knownPolicy } from "../policy/known-policy";
 import { beyondMaxLag } from "../policy/lag";
 import { rolloutGroup } from "../rollout/bindings";
@@ -71,6 +73,32 @@ async function withRunPolicy(
   return { request, policy: policy === null ? null : knownPolicy(policy) };
 }
 
+/**
+ * The request with the version its environment declares: a group that pins another is a 409,
+ * so a run never mixes two sets of rules unnoticed; one that pins none records the declared one.
+ */
+async function withEnvVersion(
+  request: StartGroupRequest,
+  remote: RemoteEnvironments,
+): Promise<StartGroupRequest> {
+  const declared = await environmentVersion(request.env, remote).catch((error: unknown) => {
+    if (error instanceof RemoteEnvError)
+      throw new ApiError(
+        503,
+        "environment_unavailable",
+        `environment "${request.env}": /info: ${error.message}`,
+      );
+    throw error;
+  });
+  if (request.env_version !== undefined && request.env_version !== declared)
+    throw new ApiError(
+      409,
+      "env_version_mismatch",
+      `env_version: the group pins "${request.env_version}" but environment "${request.env}" is at version "${declared}"`,
+    );
+  return { ...request, env_version: declared };
+}
+
 /** A tokenizer check that did not pass, as the API refuses the group: a 400, or a 503 to retry. */
 function tokenizerRefusal(check: TokenizerProblem): ApiError {
   switch (check.kind) {
@@ -100,9 +128,10 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
         "Idempotency-Key: 1 to 255 printable ASCII characters",
       );
     }
-    const { request, policy } = await withRunPolicy(c.env.DB, asked);
+    const run = await withRunPolicy(c.env.DB, asked);
     const remote = environmentsOf(c.env);
-    checkEnvironmentName(request.env, remote);
+    checkEnvironmentName(run.request.env, remote);
+    const request = await withEnvVersion(run.request, remote);
     await openExample(request, remote);
     if (request.teacher !== undefined) {
       const check = await checkSharedTokenizer(
@@ -113,7 +142,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
       if (!check.ok) throw tokenizerRefusal(check);
     }
     const spec = await newGroupSpec(request, key, asked);
-    const started = await rolloutGroup(c.env, spec.groupId).start(spec, policy);
+    const started = await rolloutGroup(c.env, spec.groupId).start(spec, run.policy);
     if (started.outcome === "conflict") {
       throw new ApiError(
         409,

@@ -128,10 +128,12 @@ export async function runPacing(db: D1Database, runId: string): Promise<PacingRo
   return rows.results;
 }
 
-/** One row of the `eval_results` view (migrations/0024_eval_results_view.sql). */
+/** One row of the `eval_results` view (migrations/0026_eval_results_env_version.sql). */
 export interface EvalResultRow {
   run_id: string;
   env: string;
+  /** The environment version its groups ran (null: from before versions were recorded). */
+  env_version: string | null;
   policy_version: number;
   k: number;
   examples: number;
@@ -148,7 +150,9 @@ export interface EvalResultRow {
 /** A run's evaluation metrics: by environment, then version, then k. */
 export async function evalResults(db: D1Database, runId: string): Promise<EvalResultRow[]> {
   const rows = await db
-    .prepare("SELECT * FROM eval_results WHERE run_id = ?1 ORDER BY env, policy_version, k")
+    .prepare(
+      "SELECT * FROM eval_results WHERE run_id = ?1 ORDER BY env, env_version, policy_version, k",
+    )
     .bind(runId)
     .all<EvalResultRow>();
   return rows.results;

@@ -24,6 +24,11 @@ export const groups = sqliteTable(
     id: text("id").primaryKey(),
     runId: text("run_id").notNull(),
     env: text("env").notNull(),
+    /**
+     * The environment's declared `version` when the group started (a built-in's class, a remote
+     * one's `/info`); null for groups from before versions were recorded.
+     */
+    envVersion: text("env_version"),
     exampleId: text("example_id").notNull(),
     example: text("example", { mode: "json" }).$type<TaskExample>().notNull(),
     /** The version the group started at: the one asked for, else the run's (run_policies). */
@@ -112,6 +117,8 @@ export const episodes = sqliteTable(
     idx: integer("idx").notNull(),
     runId: text("run_id").notNull(),
     env: text("env").notNull(),
+    /** Its group's `env_version`: the rules it was played and scored by. */
+    envVersion: text("env_version"),
     exampleId: text("example_id").notNull(),
     policyVersion: integer("policy_version").notNull(),
     /** The episode's policy span: the lowest and highest version its turns were sampled at. */

@@ -71,6 +71,11 @@ const REQUEST_FIELDS = {
    * cancelled as stale, and served first within EVAL_SHARE of each host (docs/architecture.md).
    */
   kind: GroupKindSchema.default("train"),
+  /**
+   * The environment version the group must run (`version` in its class or `/info`): a 409 when
+   * the environment declares another. Omitted, the declared one is filled in as the group starts.
+   */
+  env_version: z.string().min(1).max(128).optional(),
 };
 
 export const StartGroupRequestSchema = z

@@ -157,6 +157,7 @@ export function landingPayload(
     idx: e.idx,
     runId: request.run_id,
     env: request.env,
+    envVersion: request.env_version ?? null,
     exampleId: request.example.id,
     policyVersion: request.policy_version,
     policyVersionMin: spans[i]?.min ?? null,

@@ -15,6 +15,7 @@ export function groupRow(spec: GroupSpec, status: GroupStatus): typeof groups.$i
     id: spec.groupId,
     runId: request.run_id,
     env: request.env,
+    envVersion: request.env_version ?? null,
     exampleId: request.example.id,
     example: request.example,
     policyVersion: request.policy_version,

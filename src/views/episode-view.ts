@@ -8,6 +8,7 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     index: episode.idx,
     run_id: episode.runId,
     env: episode.env,
+    env_version: episode.envVersion,
     example_id: episode.exampleId,
     policy_version: episode.policyVersion,
     policy_version_min: episode.policyVersionMin,

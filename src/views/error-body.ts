@@ -18,6 +18,7 @@ export const ErrorCodeSchema = z.enum([
   "tokenizer_mismatch",
   "policy_version_regressed",
   "policy_too_stale",
+  "env_version_mismatch",
   "tokenizer_check_unavailable",
   "build_failed",
   "idempotency_conflict",

@@ -49,6 +49,7 @@ interface GroupFacts {
     GroupRecord,
     | "id"
     | "env"
+    | "envVersion"
     | "runId"
     | "exampleId"
     | "groupSize"
@@ -90,6 +91,7 @@ function groupView(g: GroupFacts) {
     group_id: request.id,
     status: g.status,
     env: request.env,
+    env_version: request.envVersion,
     run_id: request.runId,
     example_id: request.exampleId,
     kind: request.kind,
@@ -149,6 +151,7 @@ function liveGroupView(live: LiveGroupStatus) {
     request: {
       id: spec.groupId,
       env: request.env,
+      envVersion: request.env_version ?? null,
       runId: request.run_id,
       exampleId: request.example.id,
       groupSize: request.group_size,
