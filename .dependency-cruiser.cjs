@@ -13,6 +13,7 @@ const LAYERS = [
   ["rollout"], // the group object, its storage, turns, rewards, landing
   ["views"], // the read side: what the API answers and the dashboard shows
   ["api", "dashboard"],
+  ["producer"], // a run that produces itself: it starts groups as POST /v1/groups does
   ["app.ts", "client"], // the route table; the HTTP client (types from the views)
   ["index.ts"], // the Worker's exports
   ["cli"], // the command line, on top of everything

@@ -12,6 +12,7 @@ import { jsonBody } from "./api/json-body";
 import { runRoutes } from "./api/runs";
 import { utf8Body } from "./api/utf8-body";
 import { dashboardRoutes } from "./dashboard/routes";
+import { producerRoutes } from "./producer/routes";
 import { errorBody } from "./views/error-body";
 import { healthView } from "./views/responses";
 
@@ -20,8 +21,10 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** A producer follows the groups it starts: the `status_url` it was handed. */
 const GROUP_PATHS = /^\/v1\/groups\/[^/]+$/;
-/** Producer and trainer both follow their run: its progress and pacing, and its policy. */
-const RUN_PATHS = /^\/v1\/runs\/[^/]+(\/policy)?$/;
+/** Producer and trainer both follow their run: its progress and pacing, policy and producer. */
+const RUN_PATHS = /^\/v1\/runs\/[^/]+(\/policy|\/producer)?$/;
+/** A run's producer starts its groups: producers start and stop it. */
+const PRODUCER_PATH = "/v1/runs/:id/producer";
 /** Every caller may list the environments it can name (a trainer filters leases by them). */
 const ENVIRONMENT_LIST = "/v1/environments";
 /** Where a remote environment is served is for those who start groups in it. */
@@ -44,8 +47,9 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   // Who may do what: producers start groups, trainers take batches, readers read.
   .on("POST", ["/v1/groups", "/v1/environments/*"], producers)
   .use("/v1/batches/*", authorize("trainer"))
+  .on(["POST", "DELETE"], PRODUCER_PATH, producers)
   // The trainer says which policy it trains: the run's version, its lag limit, a pause.
-  .on("POST", "/v1/runs/*", authorize("trainer"))
+  .on("POST", "/v1/runs/:id/policy", authorize("trainer"))
   // ...and, host by host, which version each inference host serves (a rolling weight sync).
   .on("POST", "/v1/hosts", authorize("trainer"))
   .on("GET", "/v1/*", (c, next) => {
@@ -67,6 +71,7 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .route("/v1", groupRoutes)
   .route("/v1", episodeRoutes)
   .route("/v1", runRoutes)
+  .route("/v1", producerRoutes)
   .route("/v1", batchRoutes)
   .route("/v1", hostRoutes)
   .route("/", dashboardRoutes)

@@ -117,9 +117,43 @@ async function openExample(request: StartGroupRequest, remote: RemoteEnvironment
   checkNativeTools(request, tools);
 }
 
+/**
+ * Starts a group as `POST /v1/groups` does, for the route and for a run's producer: the run's
+ * policy and the environment's version filled in, the example and tokenizer checked, all before
+ * anything is stored. Refusals are ApiErrors (4xx, or a 503 to retry).
+ */
+export async function startGroup(
+  env: Env,
+  asked: AskedGroupRequest,
+  key: string | null,
+): Promise<{ groupId: string; created: boolean }> {
+  const run = await withRunPolicy(env.DB, asked);
+  const remote = environmentsOf(env);
+  checkEnvironmentName(run.request.env, remote);
+  const request = await withEnvVersion(run.request, remote);
+  await openExample(request, remote);
+  if (request.teacher !== undefined) {
+    const check = await checkSharedTokenizer(
+      configFrom(env),
+      request.sampling.model,
+      request.teacher.model,
+    );
+    if (!check.ok) throw tokenizerRefusal(check);
+  }
+  const spec = await newGroupSpec(request, key, asked);
+  const started = await rolloutGroup(env, spec.groupId).start(spec, run.policy);
+  if (started.outcome === "conflict") {
+    throw new ApiError(
+      409,
+      "idempotency_conflict",
+      "Idempotency-Key was already used with a different request body",
+    );
+  }
+  return { groupId: spec.groupId, created: started.outcome === "created" };
+}
+
 export const groupRoutes = new Hono<{ Bindings: Env }>()
   .post("/groups", validated("json", StartGroupRequestSchema), async (c) => {
-    const asked = c.req.valid("json");
     const key = c.req.header("idempotency-key") ?? null;
     if (key !== null && !IDEMPOTENCY_KEY.test(key)) {
       throw new ApiError(
@@ -128,29 +162,8 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
         "Idempotency-Key: 1 to 255 printable ASCII characters",
       );
     }
-    const run = await withRunPolicy(c.env.DB, asked);
-    const remote = environmentsOf(c.env);
-    checkEnvironmentName(run.request.env, remote);
-    const request = await withEnvVersion(run.request, remote);
-    await openExample(request, remote);
-    if (request.teacher !== undefined) {
-      const check = await checkSharedTokenizer(
-        configFrom(c.env),
-        request.sampling.model,
-        request.teacher.model,
-      );
-      if (!check.ok) throw tokenizerRefusal(check);
-    }
-    const spec = await newGroupSpec(request, key, asked);
-    const started = await rolloutGroup(c.env, spec.groupId).start(spec, run.policy);
-    if (started.outcome === "conflict") {
-      throw new ApiError(
-        409,
-        "idempotency_conflict",
-        "Idempotency-Key was already used with a different request body",
-      );
-    }
-    return c.json(startedGroupView(spec.groupId, started.outcome === "created"), 202);
+    const started = await startGroup(c.env, c.req.valid("json"), key);
+    return c.json(startedGroupView(started.groupId, started.created), 202);
   })
   .get("/groups/:id", async (c) => {
     const id = c.req.param("id");

@@ -19,6 +19,7 @@ export const ErrorCodeSchema = z.enum([
   "policy_version_regressed",
   "policy_too_stale",
   "env_version_mismatch",
+  "producer_running",
   "tokenizer_check_unavailable",
   "build_failed",
   "idempotency_conflict",
