@@ -2,17 +2,18 @@
 // example and epoch from a dataset in R2, resamples an example whose group landed uniform up to
 // `max_resamples` times, survives its object being evicted mid-run with no group lost or
 // doubled, and refuses bad requests before it exists.
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ProducerView } from "../../src/producer/producer-view";
+import { producerKey } from "../../src/producer/production-plan";
 import {
   type EnvironmentEpisode,
   EnvironmentSingleTurn,
   type RewardResultInput,
   type TaskExample,
 } from "../../src/sdk";
-import { api, d1, errorOf, TOKENS, until } from "./helpers";
+import { api, d1, errorOf, postGroup, setPolicy, TOKENS, until } from "./helpers";
 import { registerTestEnvironment } from "./test-environments";
 
 /**
@@ -157,6 +158,47 @@ describe("a run's producer", () => {
     expect(await groupsByExample("prod-evict")).toEqual(
       Object.fromEntries(questions("pe", 8).map((q) => [q.id, 1])),
     );
+  });
+
+  it("sends again a start it wrote down but never heard back from, reaching the same group", async () => {
+    // A producer killed after sending a start and before recording the answer leaves the group
+    // made and its own row `starting`. Planted here as that kill leaves them, while the run is
+    // paused (so the producer starts nothing itself), then the run resumes.
+    const run = "prod-kill";
+    await upload(run, questions("pk", 3));
+    await setPolicy(run, { version: 0, paused: true });
+    const body = { env: "exact-answer", dataset: run, group_size: 2, sampling };
+    expect((await postProducer(run, body)).status).toBe(202);
+    const stub = env.PRODUCER.get(env.PRODUCER.idFromName(run));
+    await runInDurableObject(stub, (_producer, state) => {
+      state.storage.sql.exec(
+        "INSERT INTO starts (key, epoch, pos, attempt, status) VALUES ('new:0:0', 0, 0, 0, 'starting')",
+      );
+      state.storage.sql.exec("UPDATE producer SET slot = 1");
+    });
+    const key = await producerKey(run, { epoch: 0, exampleId: "pk-0", attempt: 0 });
+    const sent = await postGroup(
+      {
+        env: "exact-answer",
+        example: questions("pk", 3)[0],
+        group_size: 2,
+        run_id: run,
+        env_version: "1",
+        sampling,
+      },
+      { "idempotency-key": key },
+    );
+    expect(sent.status).toBe(202);
+    const made = (await sent.json<{ group_id: string }>()).group_id;
+    await setPolicy(run, { version: 0, paused: false });
+    const view = await untilDone(run);
+    expect(view).toMatchObject({ state: "done", groups_started: 3 });
+    expect(await groupsByExample(run)).toEqual({ "pk-0": 1, "pk-1": 1, "pk-2": 1 });
+    const [row] = await d1<{ id: string }>(
+      "SELECT id FROM groups WHERE run_id = ? AND example_id = 'pk-0'",
+      run,
+    );
+    expect(row?.id).toBe(made);
   });
 
   it("stops on DELETE: groups in flight land, no new one starts", async () => {
