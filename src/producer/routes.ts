@@ -14,12 +14,8 @@ import { environmentVersion } from "../environments/versions";
 import { StartGroupRequestSchema } from "../rollout/group-spec";
 import { parseDatasetJsonl } from "../sdk";
 import { sha256Hex } from "../utils/digest";
+import { runProducer } from "./bindings";
 import { groupTemplate, ProducerRequestSchema } from "./producer-request";
-import type { ProducerApi } from "./run-producer";
-
-export function runProducer(env: Env, runId: string): ProducerApi {
-  return env.PRODUCER.get(env.PRODUCER.idFromName(runId)) as unknown as ProducerApi;
-}
 
 const RUN_ID = /^[A-Za-z0-9][\w.:-]{0,127}$/;
 

@@ -15,8 +15,9 @@ import { pacing } from "../policy/pacing";
 import { type AskedGroupRequest, StartGroupRequestSchema } from "../rollout/group-spec";
 import { describeZodError, errorMessage, type TaskExample } from "../sdk";
 import { migrate } from "../utils/migrations";
+import { PRODUCER_MIGRATIONS } from "./migrations";
 import { groupTemplate, type ProducerRequest } from "./producer-request";
-import { PRODUCER_MIGRATIONS, ProducerStorage, type StartRow } from "./producer-storage";
+import { ProducerStorage, type StartRow } from "./producer-storage";
 import { producerView } from "./producer-view";
 import { attemptSeed, epochOrder, producerKey } from "./production-plan";
 
