@@ -5,6 +5,7 @@
  * ...), checked as `POST /v1/groups` checks it, against the dataset's first example.
  */
 import { z } from "zod";
+import { PoolOptionsSchema } from "./pool-sampler";
 
 export const ProducerRequestSchema = z
   .object({
@@ -32,8 +33,27 @@ export const ProducerRequestSchema = z
      * GRPO signal) has its example sampled again, with a new seed, up to `max_resamples` times.
      */
     dynamic_sampling: z.strictObject({ max_resamples: z.number().int().min(0).max(64) }).optional(),
+    /** `uniform`: every example every epoch; `pool`: skip what the run's history says (`pool`). */
+    sampler: z.enum(["uniform", "pool"]).default("uniform"),
+    pool: PoolOptionsSchema.optional(),
   })
-  .catchall(z.unknown());
+  .catchall(z.unknown())
+  .superRefine((r, ctx) => {
+    const pool = r.pool;
+    if (
+      r.sampler === "pool" &&
+      pool?.skip_solved_after === undefined &&
+      pool?.skip_unsolved_after === undefined
+    )
+      ctx.addIssue({
+        code: "custom",
+        path: ["pool"],
+        message:
+          'sampler "pool" skips by {skip_solved_after, skip_unsolved_after}: give one or both',
+      });
+    if (r.sampler !== "pool" && pool !== undefined)
+      ctx.addIssue({ code: "custom", path: ["pool"], message: 'only with sampler "pool"' });
+  });
 export type ProducerRequest = z.infer<typeof ProducerRequestSchema>;
 
 /** The producer's own fields: everything else in the request is the groups'. */
@@ -44,6 +64,8 @@ export const PRODUCER_FIELDS = [
   "max_ahead",
   "max_in_flight",
   "dynamic_sampling",
+  "sampler",
+  "pool",
 ] as const;
 
 /** The group request a producer's requests share, without `example` and `run_id`. */

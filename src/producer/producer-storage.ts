@@ -16,9 +16,17 @@ export type ProducerState = "running" | "done" | "stopped";
 /**
  * A start's life: `pending` (a resample waiting for room), `starting` (written, not yet
  * answered), `running`, then `landed` or `failed` (the group's outcome), or `rejected` (the
- * environment refused the example: a 422, recorded with its message).
+ * environment refused the example: a 422, recorded with its message), or `skipped` (the pool
+ * sampler passed it over this epoch, and why).
  */
-export type StartStatus = "pending" | "starting" | "running" | "landed" | "failed" | "rejected";
+export type StartStatus =
+  | "pending"
+  | "starting"
+  | "running"
+  | "landed"
+  | "failed"
+  | "rejected"
+  | "skipped";
 
 export interface ProducerRow {
   runId: string;
@@ -132,14 +140,20 @@ export class ProducerStorage {
   }
 
   /** Writes a start down before it is sent (or, for a resample, before there is room). */
-  plan(key: string, planned: { epoch: number; pos: number; attempt: number }, status: StartStatus) {
+  plan(
+    key: string,
+    planned: { epoch: number; pos: number; attempt: number },
+    status: StartStatus,
+    detail: string | null = null,
+  ) {
     this.sql.exec(
-      "INSERT OR IGNORE INTO starts (key, epoch, pos, attempt, status) VALUES (?, ?, ?, ?, ?)",
+      "INSERT OR IGNORE INTO starts (key, epoch, pos, attempt, status, detail) VALUES (?, ?, ?, ?, ?, ?)",
       key,
       planned.epoch,
       planned.pos,
       planned.attempt,
       status,
+      detail,
     );
   }
 
@@ -175,7 +189,15 @@ export class ProducerStorage {
 
   /** Starts by status, over the whole run. */
   counts(): Record<StartStatus, number> & { uniform: number; resampled: number } {
-    const counts = { pending: 0, starting: 0, running: 0, landed: 0, failed: 0, rejected: 0 };
+    const counts = {
+      pending: 0,
+      starting: 0,
+      running: 0,
+      landed: 0,
+      failed: 0,
+      rejected: 0,
+      skipped: 0,
+    };
     for (const r of this.sql.exec("SELECT status, COUNT(*) AS n FROM starts GROUP BY status"))
       counts[String(r.status) as StartStatus] = Number(r.n);
     const uniform = Number(
@@ -187,6 +209,19 @@ export class ProducerStorage {
       this.sql.exec("SELECT COUNT(*) AS n FROM starts WHERE attempt > 0").one().n,
     );
     return { ...counts, uniform, resampled };
+  }
+
+  /** How many epochs in a row, up to the last, the pool sampler skipped the example. */
+  skippedInARow(pos: number): number {
+    let skipped = 0;
+    for (const r of this.sql.exec(
+      "SELECT status FROM starts WHERE pos = ? AND attempt = 0 ORDER BY epoch DESC",
+      pos,
+    )) {
+      if (r.status !== "skipped") break;
+      skipped++;
+    }
+    return skipped;
   }
 
   /** The first refusals, with the example they refused: what a user reads to fix the dataset. */

@@ -35,6 +35,8 @@ export function producerView(producer: ProducerRow, store: ProducerStorage) {
       epoch: r.epoch,
       message: r.detail,
     })),
+    /** Example-epochs the pool sampler passed over (solved, or never solved, lately). */
+    skipped: counts.skipped,
     /** Resamples started or waiting (dynamic sampling). */
     resampled: counts.resampled,
     /** Resamples waiting for room. */

@@ -16,6 +16,7 @@ import { type AskedGroupRequest, StartGroupRequestSchema } from "../rollout/grou
 import { describeZodError, errorMessage, type TaskExample } from "../sdk";
 import { migrate } from "../utils/migrations";
 import { PRODUCER_MIGRATIONS } from "./migrations";
+import { recentSolveRates, skipReason } from "./pool-sampler";
 import { groupTemplate, type ProducerRequest } from "./producer-request";
 import { ProducerStorage, type StartRow } from "./producer-storage";
 import { producerView } from "./producer-view";
@@ -156,7 +157,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
    * The next starts, in order: a start written but never answered (a restart), then waiting
    * resamples, then the epoch's next examples. Each is written down before it is sent.
    */
-  private next(request: ProducerRequest, room: number): StartRow[] {
+  private async next(runId: string, request: ProducerRequest, room: number): Promise<StartRow[]> {
     const picked = this.store.withStatus("starting").slice(0, room);
     for (const pending of this.store.withStatus("pending")) {
       if (picked.length >= room) break;
@@ -170,11 +171,18 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
       const order = this.order(epoch, size, request.shuffle_seed);
       const pos = order[slot] as number;
       const key = `new:${epoch}:${pos}`;
+      const skip = await this.skipReason(runId, request, producer.envVersion, pos);
       this.ctx.storage.transactionSync(() => {
-        this.store.plan(key, { epoch, pos, attempt: 0 }, "starting");
+        this.store.plan(
+          key,
+          { epoch, pos, attempt: 0 },
+          skip === null ? "starting" : "skipped",
+          skip,
+        );
         if (slot + 1 < size) this.store.advance(epoch, slot + 1);
         else this.store.advance(epoch + 1, 0);
       });
+      if (skip !== null) continue;
       picked.push({
         key,
         epoch,
@@ -189,6 +197,24 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     return picked;
   }
 
+  /** The pool sampler's verdict on the example's next epoch: why it is skipped, or null. */
+  private async skipReason(
+    runId: string,
+    request: ProducerRequest,
+    envVersion: string,
+    pos: number,
+  ): Promise<string | null> {
+    const options = request.pool;
+    if (request.sampler !== "pool" || options === undefined) return null;
+    const example = this.store.example(pos);
+    const history = await recentSolveRates(
+      this.env.DB,
+      { runId, env: request.env, envVersion, exampleId: example.id },
+      Math.max(options.skip_solved_after ?? 0, options.skip_unsolved_after ?? 0),
+    );
+    return skipReason(options, history, this.store.skippedInARow(pos));
+  }
+
   private order(epoch: number, size: number, seed: number | undefined): number[] {
     let order = this.orders.get(epoch);
     if (order === undefined) {
@@ -201,7 +227,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
   private async startWhatFits(runId: string, request: ProducerRequest): Promise<void> {
     const room = await this.room(runId, request);
     if (room === 0) return;
-    const starts = this.next(request, room);
+    const starts = await this.next(runId, request, room);
     let at = 0;
     const worker = async () => {
       while (at < starts.length && this.store.producer()?.state === "running") {

@@ -29,7 +29,7 @@ class SignalByExample extends EnvironmentSingleTurn {
   }
   override async scoreEpisodes(example: TaskExample, episodes: readonly EnvironmentEpisode[]) {
     const uniform = (example.metadata as { uniform?: boolean } | undefined)?.uniform === true;
-    return episodes.map((_, i) => ({ score: uniform ? 1 : i % 2 }));
+    return episodes.map((_, i) => ({ score: uniform ? 1 : i % 2, threshold: 1 }));
   }
 }
 registerTestEnvironment("signal-by-example", () => new SignalByExample());
@@ -139,6 +139,44 @@ describe("a run's producer", () => {
       "SELECT DISTINCT json_extract(sampling, '$.seed') AS seed FROM groups WHERE run_id = 'prod-dynamic' AND example_id = 'always-uniform'",
     );
     expect(seeds).toHaveLength(3);
+  });
+
+  it("with the pool sampler, skips an example solved in each of its last n groups, and retries it", async () => {
+    await upload("prod-pool", [
+      { id: "always-solved", input: "a", metadata: { uniform: true } },
+      { id: "half-solved", input: "b" },
+    ]);
+    const body = {
+      env: "signal-by-example",
+      dataset: "prod-pool",
+      group_size: 2,
+      epochs: 6,
+      // One at a time, so each decision sees every group before it landed.
+      max_in_flight: 1,
+      sampling,
+      sampler: "pool",
+    };
+    await postProducer("prod-pool", { ...body, pool: { skip_solved_after: 2, retry_after: 100 } });
+    const view = await untilDone("prod-pool");
+    // Solved in epochs 0 and 1, then skipped in 2 to 5; the other is sampled every epoch.
+    expect(await groupsByExample("prod-pool")).toEqual({ "always-solved": 2, "half-solved": 6 });
+    expect(view).toMatchObject({ skipped: 4, groups_started: 8 });
+    expect(view.epochs.every((e) => e.examples_done === 2)).toBe(true);
+
+    await upload("prod-pool-retry", [
+      { id: "always-solved", input: "a", metadata: { uniform: true } },
+    ]);
+    await postProducer("prod-pool-retry", {
+      ...body,
+      dataset: "prod-pool-retry",
+      pool: { skip_solved_after: 2, retry_after: 2 },
+    });
+    await untilDone("prod-pool-retry");
+    // Epochs 0, 1 sampled; 2, 3 skipped; 4 retried after two skips in a row; 5 skipped again.
+    expect(await groupsByExample("prod-pool-retry")).toEqual({ "always-solved": 3 });
+    const refused = await postProducer("prod-pool-refused", { ...body, dataset: "prod-pool" });
+    expect(refused.status).toBe(400);
+    expect((await errorOf(refused)).message).toContain("skip_solved_after");
   });
 
   it("resumes after its object is evicted mid-run with no group lost or doubled", async () => {
