@@ -211,6 +211,18 @@ export class ProducerStorage {
     return { ...counts, uniform, resampled };
   }
 
+  /**
+   * Examples with signal, by epoch: one of the example's groups in the epoch landed with rewards
+   * that differ (what GRPO learns from), its first or a resample.
+   */
+  signalByEpoch(): Map<number, number> {
+    const rows = this.sql.exec(
+      `SELECT epoch, COUNT(DISTINCT pos) AS n FROM starts
+       WHERE status = 'landed' AND uniform = 0 GROUP BY epoch`,
+    );
+    return new Map([...rows].map((r) => [Number(r.epoch), Number(r.n)]));
+  }
+
   /** How many epochs in a row, up to the last, the pool sampler skipped the example. */
   skippedInARow(pos: number): number {
     let skipped = 0;

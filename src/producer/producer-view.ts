@@ -6,6 +6,7 @@ export function producerView(producer: ProducerRow, store: ProducerStorage) {
   const request = producer.request as ProducerRequest;
   const counts = store.counts();
   const done = store.doneByEpoch();
+  const signal = store.signalByEpoch();
   const examples = store.exampleCount();
   return {
     run_id: producer.runId,
@@ -20,6 +21,8 @@ export function producerView(producer: ProducerRow, store: ProducerStorage) {
     epochs: Array.from({ length: request.epochs }, (_, epoch) => ({
       epoch,
       examples_done: done.get(epoch) ?? 0,
+      /** Examples one of whose groups this epoch landed with differing rewards. */
+      examples_with_signal: signal.get(epoch) ?? 0,
       examples,
     })),
     groups_started: counts.starting + counts.running + counts.landed + counts.failed,

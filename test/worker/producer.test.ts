@@ -98,7 +98,7 @@ describe("a run's producer", () => {
       epochs: [
         { epoch: 0, examples_done: 5, examples: 5 },
         { epoch: 1, examples_done: 5, examples: 5 },
-      ],
+      ].map((e) => expect.objectContaining(e)),
     });
     expect(await groupsByExample("prod-cover")).toEqual(
       Object.fromEntries(questions("pc", 5).map((q) => [q.id, 2])),
@@ -133,6 +133,7 @@ describe("a run's producer", () => {
       "signal-2": 2,
     });
     expect(view).toMatchObject({ state: "done", groups_started: 10, resampled: 4 });
+    expect(view.epochs.map((e) => e.examples_with_signal)).toEqual([2, 2]);
     expect(view.groups_uniform).toBe(6);
     // The uniform groups stay in SQL, each a group of its own with its own seed.
     const seeds = await d1<{ seed: number }>(
