@@ -125,6 +125,32 @@ class EdgerollClient:
         by version (what a producer keeps below a bound so it never runs ahead)."""
         return self._request("GET", f"/v1/runs/{run_id}")
 
+    def start_producer(self, run_id: str, **request: Any) -> dict[str, Any]:
+        """Makes the run produce itself, server side, from a dataset uploaded to edgeroll
+        (`env`, `dataset`, `group_size`, `sampling`, and `epochs`, `shuffle_seed`, `max_ahead`,
+        `dynamic_sampling={"max_resamples": k}`, `sampler="pool"`, ... as POST
+        /v1/runs/:id/producer takes them). Returns the producer's progress."""
+        return self._request("POST", f"/v1/runs/{run_id}/producer", request)
+
+    def get_producer(self, run_id: str) -> dict[str, Any]:
+        """Where the run's producer has got to: `state`, each epoch's examples done, its groups."""
+        return self._request("GET", f"/v1/runs/{run_id}/producer")
+
+    def stop_producer(self, run_id: str) -> dict[str, Any]:
+        """Stops the run's producer: its groups in flight land, no new one starts."""
+        return self._request("DELETE", f"/v1/runs/{run_id}/producer")
+
+    def wait_for_producer(self, run_id: str, timeout: float | None = None, interval: float = 1.0) -> dict[str, Any]:
+        """Polls until the run's producer is `done` or `stopped` (or `timeout` seconds pass)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            view = self.get_producer(run_id)
+            if view["state"] != "running":
+                return view
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id!r}'s producer is still running")
+            time.sleep(interval)
+
     def get_evals(self, run_id: str) -> list[dict[str, Any]]:
         """The run's evaluation metrics (the `eval_results` view): per environment, its
         env_version, policy version and k, pass_at_k, maj_at_k, avg_reward and avg_success."""

@@ -7,6 +7,8 @@ import type { EvalResultRow } from "../db/queries";
 import type { EndState } from "../domain/episode-outcomes";
 import type { HostsView, HostUpdate } from "../fleet/hosts-wire";
 import type { PolicyRequestSchema } from "../policy/policy-wire";
+import type { ProducerRequestSchema } from "../producer/producer-request";
+import type { ProducerView } from "../producer/producer-view";
 import type { StartGroupRequestSchema } from "../rollout/group-spec";
 import type { LeaseRequestSchema } from "../trainer/lease-request";
 import { backoffDelayMs, sleep } from "../utils/backoff";
@@ -30,6 +32,7 @@ import type {
 // from the schemas that validate them there.
 export type { EvalResultRow } from "../db/queries";
 export type { EndState } from "../domain/episode-outcomes";
+export type { ProducerView } from "../producer/producer-view";
 export type { EpisodeView } from "../views/episode-view";
 export type { ErrorCode } from "../views/error-body";
 export type { GroupView } from "../views/group-view";
@@ -59,6 +62,9 @@ export type RunPolicyView = ReturnType<typeof policyView>;
 export type RunPolicySet = ReturnType<typeof policySetView>;
 
 export type StartGroupInput = z.input<typeof StartGroupRequestSchema>;
+/** A run producer's request: its own fields, and those its groups share. */
+export type ProducerInput = z.input<typeof ProducerRequestSchema> &
+  Omit<StartGroupInput, "example" | "run_id">;
 export type LeaseInput = z.input<typeof LeaseRequestSchema>;
 
 /** An answer with the API's error shape; carries the method, URL and the stable `code`. */
@@ -190,7 +196,7 @@ export class EdgerollClient {
   }
 
   private async request<T>(
-    method: "GET" | "POST",
+    method: "GET" | "POST" | "DELETE",
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
@@ -330,6 +336,59 @@ export class EdgerollClient {
       (run) => run.in_flight_generations === 0,
       (run) => `run "${runId}" still has ${run.in_flight_generations} generations in flight`,
       { ...options, intervalMs: options.intervalMs ?? 200 },
+    );
+  }
+
+  /**
+   * Makes the run produce itself, server side, from a dataset uploaded to edgeroll: a group per
+   * example and epoch as room frees, resampling uniform groups with `dynamic_sampling`. The same
+   * request again while it runs answers its progress, so the call is retried.
+   */
+  startProducer(runId: string, request: ProducerInput): Promise<ProducerView> {
+    return this.request(
+      "POST",
+      `/v1/runs/${encodeURIComponent(runId)}/producer`,
+      request,
+      {},
+      true,
+    );
+  }
+
+  /** Where the run's producer has got to: its state, each epoch's examples done, its groups. */
+  getProducer(runId: string): Promise<ProducerView> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}/producer`);
+  }
+
+  /** Stops the run's producer: its groups in flight land, no new one starts. */
+  stopProducer(runId: string): Promise<ProducerView> {
+    return this.request(
+      "DELETE",
+      `/v1/runs/${encodeURIComponent(runId)}/producer`,
+      undefined,
+      {},
+      true,
+    );
+  }
+
+  /** Polls the run's producer until it is done or stopped; `onProgress` sees every poll. */
+  waitForProducer(
+    runId: string,
+    options: {
+      onProgress?: (view: ProducerView) => void;
+      intervalMs?: number;
+      timeoutMs?: number;
+    } = {},
+  ): Promise<ProducerView> {
+    return pollUntil(
+      async () => {
+        const view = await this.getProducer(runId);
+        options.onProgress?.(view);
+        return view;
+      },
+      (view) => view.state !== "running",
+      (view) =>
+        `run "${runId}"'s producer is still running (${view.groups_started} groups started)`,
+      { ...options, intervalMs: options.intervalMs ?? 500 },
     );
   }
 
