@@ -198,7 +198,36 @@ export function buildProgram(): Command {
       "train",
     )
     .option("--limit <n>", "only the first n examples")
-    .action(async (flags) => (await import("./run")).run(flags));
+    .option(
+      "--env-version <v>",
+      "the environment version the groups must run: a 409 if it declares another",
+    )
+    .option(
+      "--server",
+      "produce the run on the Worker (POST /v1/runs/:id/producer): upload the dataset, hand it over, follow it",
+    )
+    .option("--epochs <n>", "with --server: passes over the dataset", "1")
+    .option("--shuffle-seed <n>", "with --server: each pass in its own seeded order")
+    .option(
+      "--max-resamples <k>",
+      "with --server: resample an example whose group landed uniform up to k times (dynamic sampling)",
+    )
+    .option("--sampler <name>", "with --server: uniform, or pool (a curriculum)", "uniform")
+    .option(
+      "--skip-solved-after <n>",
+      "--sampler pool: skip an example solved in its last n groups",
+    )
+    .option(
+      "--skip-unsolved-after <m>",
+      "--sampler pool: skip an example solved in none of its last m groups",
+    )
+    .option("--retry-after <k>", "--sampler pool: sample a skipped example again after k skips")
+    .option("--dataset-name <name>", "with --server: the upload's name (default: the file's)")
+    .action(async (flags) =>
+      flags.server
+        ? (await import("./run-server")).runOnServer(flags)
+        : (await import("./run")).run(flags),
+    );
 
   withApi(program.command("eval"))
     .description(

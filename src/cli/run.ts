@@ -40,6 +40,8 @@ export interface RunFlags {
   teacher?: string;
   /** `train`, or `eval` (needs --policy-version). */
   kind: string;
+  /** Pins the environment's version: a 409 if it declares another. */
+  envVersion?: string;
   limit?: string;
 }
 
@@ -145,6 +147,7 @@ export function groupRequest(flags: RunFlags): Job["request"] {
     generation: oneOf("generation", flags.generation, ["chat", "tokens"] as const),
     algorithm,
     ...(flags.teacher === undefined ? {} : { teacher: { model: flags.teacher } }),
+    ...(flags.envVersion === undefined ? {} : { env_version: flags.envVersion }),
     ...(flags.maxContextTokens
       ? { max_context_tokens: int("max-context-tokens", flags.maxContextTokens, 64, 2_097_152) }
       : {}),
