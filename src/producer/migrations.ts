@@ -14,6 +14,7 @@ export const PRODUCER_MIGRATIONS: readonly Migration[] = [
         dataset_sha256 TEXT NOT NULL,
         state TEXT NOT NULL,
         reason TEXT,
+        last_error TEXT,
         epoch INTEGER NOT NULL,
         slot INTEGER NOT NULL,
         created_at TEXT NOT NULL,

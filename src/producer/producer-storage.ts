@@ -35,6 +35,8 @@ export interface ProducerRow {
   datasetSha256: string;
   state: ProducerState;
   reason: string | null;
+  /** The last tick's fault, until a tick goes through. */
+  lastError: string | null;
   epoch: number;
   slot: number;
   createdAt: string;
@@ -79,6 +81,7 @@ export class ProducerStorage {
       datasetSha256: String(r.dataset_sha256),
       state: String(r.state) as ProducerState,
       reason: r.reason === null ? null : String(r.reason),
+      lastError: r.last_error === null ? null : String(r.last_error),
       epoch: Number(r.epoch),
       slot: Number(r.slot),
       createdAt: String(r.created_at),
@@ -91,7 +94,7 @@ export class ProducerStorage {
    * epoch. Groups the last one started are not started again: their keys reach them.
    */
   begin(
-    row: Omit<ProducerRow, "state" | "reason" | "epoch" | "slot" | "finishedAt">,
+    row: Omit<ProducerRow, "state" | "reason" | "lastError" | "epoch" | "slot" | "finishedAt">,
     examples: readonly TaskExample[],
   ): void {
     this.sql.exec("DELETE FROM producer");
@@ -118,6 +121,10 @@ export class ProducerStorage {
   /** Moves the cursor: the next slot of this epoch is the one to start next. */
   advance(epoch: number, slot: number): void {
     this.sql.exec("UPDATE producer SET epoch = ?, slot = ?", epoch, slot);
+  }
+
+  setLastError(error: string | null): void {
+    this.sql.exec("UPDATE producer SET last_error = ?", error);
   }
 
   finish(state: Exclude<ProducerState, "running">, reason: string | null): void {

@@ -13,6 +13,8 @@ export function producerView(producer: ProducerRow, store: ProducerStorage) {
     state: producer.state,
     /** Why it stopped: a DELETE's reason, or the refusal that would have refused every start. */
     reason: producer.reason,
+    /** The last tick's fault (D1 or a group object not answering), until a tick goes through. */
+    last_error: producer.lastError,
     env: request.env,
     env_version: producer.envVersion,
     dataset: request.dataset,

@@ -87,12 +87,22 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     return this.status();
   }
 
+  /**
+   * One tick. A fault (D1 or a group object not answering) is recorded and the next tick tries
+   * again: the alarm is re-armed whatever happened, since an alarm that throws is retried only a
+   * few times before the platform gives it up, and the run would stop with nobody told.
+   */
   override async alarm(): Promise<void> {
     const producer = this.store.producer();
     if (producer?.state !== "running") return;
     const request = producer.request as ProducerRequest;
-    await this.followLandings(request);
-    await this.startWhatFits(producer.runId, request);
+    try {
+      await this.followLandings(request);
+      await this.startWhatFits(producer.runId, request);
+      this.store.setLastError(null);
+    } catch (error) {
+      this.store.setLastError(errorMessage(error));
+    }
     if (this.store.producer()?.state !== "running") return;
     if (this.finished(request)) this.store.finish("done", null);
     else await this.ctx.storage.setAlarm(Date.now() + TICK_MS);
