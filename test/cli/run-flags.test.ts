@@ -83,6 +83,7 @@ describe("edgeroll run's flags and the API's group request fields", () => {
       generation: "tokens",
       algorithm: "opd",
       teacher: "sim+teacher",
+      overlong: "mask",
       kind: "eval",
     };
     const request = groupRequest(flags);
@@ -96,6 +97,7 @@ describe("edgeroll run's flags and the API's group request fields", () => {
       generation: "tokens",
       algorithm: "opd",
       teacher: { model: "sim+teacher" },
+      overlong: "mask",
       max_context_tokens: 4096,
       sampling: {
         model: "sim",
