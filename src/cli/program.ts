@@ -193,6 +193,11 @@ export function buildProgram(): Command {
     .option("--algorithm <name>", "grpo, or opd (on-policy distillation, with --teacher)", "grpo")
     .option("--teacher <model>", "the teacher model for --algorithm opd (on TEACHER_BASE_URL)")
     .option(
+      "--overlong <policy>",
+      "episodes whose last action hit --max-completion-tokens: keep, mask (advantage 0, sample mask 0) or filter (never leased)",
+      "keep",
+    )
+    .option(
       "--kind <kind>",
       "train, or eval: measure --policy-version, never leased (see `edgeroll eval`)",
       "train",
@@ -262,6 +267,7 @@ export function buildProgram(): Command {
         creditAssignment: "per_episode",
         advantage: "mean",
         algorithm: "grpo",
+        overlong: "keep",
         ...flags,
       }),
     );

@@ -38,6 +38,8 @@ export interface RunFlags {
   generation: string;
   algorithm: string;
   teacher?: string;
+  /** What becomes of episodes whose last action hit its token cap: keep, mask or filter. */
+  overlong: string;
   /** `train`, or `eval` (needs --policy-version). */
   kind: string;
   /** Pins the environment's version: a 409 if it declares another. */
@@ -148,6 +150,7 @@ export function groupRequest(flags: RunFlags): Job["request"] {
     algorithm,
     ...(flags.teacher === undefined ? {} : { teacher: { model: flags.teacher } }),
     ...(flags.envVersion === undefined ? {} : { env_version: flags.envVersion }),
+    overlong: oneOf("overlong", flags.overlong, ["keep", "mask", "filter"] as const),
     ...(flags.maxContextTokens
       ? { max_context_tokens: int("max-context-tokens", flags.maxContextTokens, 64, 2_097_152) }
       : {}),

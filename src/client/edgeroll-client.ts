@@ -469,6 +469,11 @@ export class EdgerollClient {
     success?: boolean;
     /** Only training groups' episodes (`train`), or only evaluations' (`eval`). */
     kind?: "train" | "eval";
+    /**
+     * `false`: leave out the over-long episodes a group's `overlong: "filter"` keeps out of
+     * leases; `true`: only those.
+     */
+    filtered?: boolean;
     include?: string[];
     limit?: number;
     cursor?: string;

@@ -41,7 +41,15 @@ export interface EpisodeFilter {
   status?: EndState | undefined;
   success?: boolean | undefined;
   kind?: GroupKind | undefined;
+  /**
+   * Only the over-long episodes a group's `overlong: "filter"` keeps out of leases (true), or
+   * every other (false): what a lease would serve, failed episodes included.
+   */
+  filtered?: boolean | undefined;
 }
+
+/** An over-long episode of a group that filters them: kept in SQL, never leased. */
+const filteredEpisode = sql`(${episodes.overlong} = 1 AND ${episodes.groupId} IN (SELECT id FROM groups WHERE overlong = 'filter'))`;
 
 /** A page of landed episodes in landing order, resuming after `cursor` (finished_at, id). */
 export async function listEpisodes(
@@ -59,6 +67,11 @@ export async function listEpisodes(
     filter.kind === undefined
       ? undefined
       : sql`${episodes.groupId} IN (SELECT id FROM groups WHERE kind = ${filter.kind})`,
+    filter.filtered === undefined
+      ? undefined
+      : filter.filtered
+        ? filteredEpisode
+        : sql`NOT ${filteredEpisode}`,
     after === null
       ? undefined
       : sql`(${episodes.finishedAt}, ${episodes.id}) > (${after.finishedAt}, ${after.id})`,
@@ -86,10 +99,13 @@ export async function listEpisodes(
   return { episodes: rows, transcripts };
 }
 
-/** Where each group's token object is, for the groups given. */
+/**
+ * What the groups given lend their episodes' token samples: where each one's token object is,
+ * and its over-long policy (under `mask`, an over-long episode's samples train nothing).
+ */
 export function groupTokenObjects(db: D1Database, groupIds: readonly string[]) {
   return drizzle(db)
-    .select({ id: groups.id, tokenObject: groups.tokenObject })
+    .select({ id: groups.id, tokenObject: groups.tokenObject, overlong: groups.overlong })
     .from(groups)
     .where(sql`${groups.id} IN (SELECT value FROM json_each(${JSON.stringify(groupIds)}))`)
     .all();

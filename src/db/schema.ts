@@ -8,6 +8,7 @@ import type {
   CreditAssignment,
   Generation,
   GroupKind,
+  Overlong,
 } from "../domain/group-options";
 import type { GroupStatus } from "../domain/group-status";
 import type { ChatMessage, JsonObject, TaskExample, ToolCall, ToolDefinition } from "../sdk";
@@ -58,6 +59,11 @@ export const groups = sqliteTable(
      * `eval_results` view reads it).
      */
     kind: text("kind").$type<GroupKind>().notNull().default("train"),
+    /**
+     * The over-long policy: `keep`, `mask` or `filter` its episodes whose last action hit its
+     * token cap (`episodes.overlong`). Groups from before the policy are `keep`, as they ran.
+     */
+    overlong: text("overlong").$type<Overlong>().notNull().default("keep"),
     /**
      * Native tool calling: the tool definitions its episodes offered, by their hash
      * (`episodes.tools_hash`); null for a text-only environment.
@@ -136,6 +142,11 @@ export const episodes = sqliteTable(
     score: real("score"),
     threshold: real("threshold"),
     success: integer("success", { mode: "boolean" }),
+    /**
+     * Its last sampled action hit its token cap (finish reason `length`), whatever its group's
+     * `overlong` policy made of it. Episodes from before it was recorded say false.
+     */
+    overlong: integer("overlong", { mode: "boolean" }).notNull().default(false),
     advantage: real("advantage"),
     perTurnRewards: text("per_turn_rewards", { mode: "json" }).$type<number[]>(),
     perTurnAdvantages: text("per_turn_advantages", { mode: "json" }).$type<number[]>(),

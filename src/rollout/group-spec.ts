@@ -6,6 +6,7 @@ import {
   CreditAssignmentSchema,
   GenerationSchema,
   GroupKindSchema,
+  OverlongSchema,
   TokensSchema,
 } from "../domain/group-options";
 import { TaskExampleSchema } from "../sdk";
@@ -76,6 +77,12 @@ const REQUEST_FIELDS = {
    * the environment declares another. Omitted, the declared one is filled in as the group starts.
    */
   env_version: z.string().min(1).max(128).optional(),
+  /**
+   * What becomes of an episode whose last action hit `max_completion_tokens`: `keep` (as any
+   * other), `mask` (advantage 0, all-zero sample mask) or `filter` (never leased); under both
+   * it is left out of the group's baseline (docs/architecture.md, "Over-long episodes").
+   */
+  overlong: OverlongSchema.default("keep"),
 };
 
 export const StartGroupRequestSchema = z

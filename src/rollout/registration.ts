@@ -27,6 +27,7 @@ export function groupRow(spec: GroupSpec, status: GroupStatus): typeof groups.$i
     algorithm: request.algorithm,
     teacherModel: request.teacher?.model ?? null,
     kind: request.kind,
+    overlong: request.overlong,
     warnings: [],
     sampling: request.sampling,
     maxContextTokens: request.max_context_tokens,

@@ -20,6 +20,7 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     score: episode.score,
     threshold: episode.threshold,
     success: episode.success,
+    overlong: episode.overlong,
     advantage: episode.advantage,
     per_turn_rewards: episode.perTurnRewards,
     per_turn_advantages: episode.perTurnAdvantages,

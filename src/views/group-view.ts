@@ -60,6 +60,7 @@ interface GroupFacts {
     | "algorithm"
     | "teacherModel"
     | "kind"
+    | "overlong"
     | "createdAt"
   >;
   status: GroupStatus;
@@ -95,6 +96,7 @@ function groupView(g: GroupFacts) {
     run_id: request.runId,
     example_id: request.exampleId,
     kind: request.kind,
+    overlong: request.overlong,
     group_size: request.groupSize,
     policy_version: request.policyVersion,
     policy_version_min: g.span.min,
@@ -162,6 +164,7 @@ function liveGroupView(live: LiveGroupStatus) {
       algorithm: request.algorithm,
       teacherModel: request.teacher?.model ?? null,
       kind: request.kind,
+      overlong: request.overlong,
       createdAt: spec.createdAt,
     },
     status: live.status,

@@ -97,6 +97,7 @@ describe("edgeroll run's flags and the API's group request fields", () => {
       generation: "tokens",
       algorithm: "opd",
       teacher: "sim+teacher",
+      overlong: "mask",
       kind: "eval",
       envVersion: "2",
     };
@@ -112,6 +113,7 @@ describe("edgeroll run's flags and the API's group request fields", () => {
       algorithm: "opd",
       teacher: { model: "sim+teacher" },
       env_version: "2",
+      overlong: "mask",
       max_context_tokens: 4096,
       sampling: {
         model: "sim",
