@@ -112,6 +112,8 @@ export const groups = sqliteTable(
     index("groups_lease").on(t.leaseId),
     // A policy change finds the run's running groups; pacing counts its unleased ones.
     index("groups_run_status").on(t.runId, t.status, t.deliveryState),
+    // A run producer's pool sampler reads one example's latest groups in its run.
+    index("groups_run_example").on(t.runId, t.exampleId, t.finishedAt),
   ],
 );
 

@@ -140,6 +140,35 @@ describe("a run's producer", () => {
       "SELECT DISTINCT json_extract(sampling, '$.seed') AS seed FROM groups WHERE run_id = 'prod-dynamic' AND example_id = 'always-uniform'",
     );
     expect(seeds).toHaveLength(3);
+    // Each example's history, as a curriculum reads it (the example_stats view).
+    const stats = await d1(
+      `SELECT example_id, env_version, attempts, episodes, mean_reward, solve_rate, reward_variance,
+         last_policy_version FROM example_stats
+       WHERE env = 'signal-by-example' AND example_id IN ('always-uniform', 'signal-1')
+       ORDER BY example_id`,
+    );
+    expect(stats).toEqual([
+      {
+        example_id: "always-uniform",
+        env_version: "0",
+        attempts: 6,
+        episodes: 12,
+        mean_reward: 1,
+        solve_rate: 1,
+        reward_variance: 0,
+        last_policy_version: 0,
+      },
+      {
+        example_id: "signal-1",
+        env_version: "0",
+        attempts: 2,
+        episodes: 4,
+        mean_reward: 0.5,
+        solve_rate: 0.5,
+        reward_variance: 0.25,
+        last_policy_version: 0,
+      },
+    ]);
   });
 
   it("with the pool sampler, skips an example solved in each of its last n groups, and retries it", async () => {
