@@ -48,8 +48,11 @@ export interface EpisodeFilter {
   filtered?: boolean | undefined;
 }
 
-/** An over-long episode of a group that filters them: kept in SQL, never leased. */
-const filteredEpisode = sql`(${episodes.overlong} = 1 AND ${episodes.groupId} IN (SELECT id FROM groups WHERE overlong = 'filter'))`;
+/**
+ * An over-long episode of a group that filters them: kept in SQL, never leased. Its group is
+ * looked up by key, and only for over-long episodes: no scan of the groups per page.
+ */
+const filteredEpisode = sql`(${episodes.overlong} = 1 AND EXISTS (SELECT 1 FROM groups g WHERE g.id = ${episodes.groupId} AND g.overlong = 'filter'))`;
 
 /** A page of landed episodes in landing order, resuming after `cursor` (finished_at, id). */
 export async function listEpisodes(

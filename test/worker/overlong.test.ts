@@ -122,6 +122,14 @@ describe("the over-long policy", () => {
     }
   });
 
+  it("mask: GET /v1/episodes (what an export reads) masks the same samples", async () => {
+    const page = await getJson<EpisodePage>("/v1/episodes?run_id=overlong-mask&include=tokens");
+    const masks = page.episodes.map((e) =>
+      ("samples" in e ? (e.samples ?? []) : []).map((s) => (s.mask as number[]).includes(1)),
+    );
+    expect(masks).toEqual(page.episodes.map((e) => [!e.overlong]));
+  });
+
   it("filter: an over-long episode stays in SQL with its score, out of the baseline and every lease", async () => {
     const { group, episodes, leased } = landed.filter;
     const baseline = mean(counted.map(scoreOf));
