@@ -43,7 +43,7 @@ async function checkLocally(file: string): Promise<void> {
   const problems = checker.problems.map((p) => describeLineProblem(file, p));
   if (problems.length > 0)
     throw new CliError(
-      `${file} has ${checker.settled ? "at least these" : problems.length} bad lines, so nothing was pushed:\n  ${problems.join("\n  ")}`,
+      `${file} has ${checker.settled ? "at least these bad lines" : problems.length === 1 ? "1 bad line" : `${problems.length} bad lines`}, so nothing was pushed:\n  ${problems.join("\n  ")}`,
     );
   if (checker.examples === 0)
     throw new CliError(`${file} has no examples (every line is blank), so nothing was pushed`);
