@@ -316,6 +316,26 @@ export function buildProgram(): Command {
     .option("--out <file>", "write here instead of stdout")
     .action(async (flags) => (await import("./export-run")).exportRun(flags));
 
+  const dataset = program
+    .command("dataset")
+    .description("datasets in the Worker's R2 bucket, for runs to sample from");
+
+  withApi(dataset.command("push"))
+    .description(
+      "check a JSONL dataset line by line, then stream it to the Worker (the trainer role)",
+    )
+    .argument("<file.jsonl>", "task examples, one per line")
+    .option("--name <name>", "the dataset's name (default: the file's name without .jsonl)")
+    .option("--replace", "replace other bytes already pushed under the name")
+    .action(async (file: string, flags) =>
+      (await import("./dataset-commands")).datasetPush(file, flags),
+    );
+
+  withApi(dataset.command("list"))
+    .description("the datasets pushed: name, examples, bytes, sha256, when")
+    .option("--json", "print JSON instead of a table")
+    .action(async (flags) => (await import("./dataset-commands")).datasetList(flags));
+
   program
     .command("token")
     .description(

@@ -3,6 +3,7 @@
  * anywhere `fetch` does (Node >= 18, browsers, Workers).
  */
 import type { z } from "zod";
+import type { DatasetList, DatasetView, PushedDataset } from "../datasets/dataset-wire";
 import type { EvalResultRow } from "../db/queries";
 import type { EndState } from "../domain/episode-outcomes";
 import type { HostsView, HostUpdate } from "../fleet/hosts-wire";
@@ -30,6 +31,12 @@ import type {
 
 // The answers' types come from the functions that build them on the Worker, the requests'
 // from the schemas that validate them there.
+export type {
+  DatasetList,
+  DatasetView,
+  PushedDataset,
+  PushResult,
+} from "../datasets/dataset-wire";
 export type { EvalResultRow } from "../db/queries";
 export type { EndState } from "../domain/episode-outcomes";
 export type { ProducerView } from "../producer/producer-view";
@@ -195,22 +202,34 @@ export class EdgerollClient {
     this.attempts = options.attempts ?? 3;
   }
 
-  private async request<T>(
+  private request<T>(
     method: "GET" | "POST" | "DELETE",
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
     repeatable = method === "GET",
   ): Promise<T> {
-    const url = `${this.baseUrl}${path}`;
-    const init: RequestInit = {
-      method,
-      headers: {
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
-        ...headers,
+    return this.send(
+      path,
+      {
+        method,
+        headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      repeatable,
+    );
+  }
+
+  /** One call with the token, retried when `repeatable`; the JSON answer, or the API's error. */
+  private async send<T>(path: string, request: RequestInit, repeatable: boolean): Promise<T> {
+    const url = `${this.baseUrl}${path}`;
+    const method = request.method ?? "GET";
+    const init: RequestInit = {
+      ...request,
+      headers: {
+        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        ...(request.headers as Record<string, string>),
+      },
     };
     for (let attempt = 1; ; attempt++) {
       let response: Response;
@@ -456,6 +475,38 @@ export class EdgerollClient {
    */
   setHost(update: HostUpdate): Promise<{ host: HostsView["hosts"][number] }> {
     return this.request("POST", "/v1/hosts", update);
+  }
+
+  /**
+   * Pushes a JSONL dataset under `name` (the trainer role): the file's bytes as they are, whole
+   * or as a stream, which is sent as it is read. The Worker checks every line and stores nothing
+   * if one is bad (`invalid_dataset`, naming the first ten). The same bytes again are a no-op
+   * (`result: "unchanged"`); other bytes under a taken name are a 409 `dataset_conflict` unless
+   * `replace`. Not retried: a stream cannot be sent twice.
+   */
+  pushDataset(
+    name: string,
+    file: ReadableStream<Uint8Array> | Uint8Array | Blob | string,
+    options: { replace?: boolean } = {},
+  ): Promise<PushedDataset> {
+    const query = options.replace ? "?replace=true" : "";
+    const body = file instanceof Uint8Array ? new Blob([file as Uint8Array<ArrayBuffer>]) : file;
+    return this.send(
+      `/v1/datasets/${encodeURIComponent(name)}${query}`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/x-ndjson" },
+        body,
+        // Node's fetch sends a stream body only when told it may before the answer begins.
+        ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+      },
+      false,
+    );
+  }
+
+  /** Every dataset pushed: name, bytes, examples, sha256 and when it was pushed. */
+  async listDatasets(): Promise<DatasetView[]> {
+    return (await this.request<DatasetList>("GET", "/v1/datasets")).datasets;
   }
 
   getEpisode(episodeId: string): Promise<EpisodeView> {

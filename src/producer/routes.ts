@@ -8,12 +8,12 @@ import { Hono } from "hono";
 import { ApiError, invalidRequest } from "../api/errors";
 import { checkEnvironmentName } from "../api/example-check";
 import { validated } from "../api/validated";
+import { readDataset } from "../datasets/dataset-store";
 import { environmentsOf } from "../env-workers/environments";
 import { RemoteEnvError } from "../environments/remote/client";
 import { environmentVersion } from "../environments/versions";
 import { StartGroupRequestSchema } from "../rollout/group-spec";
 import { parseDatasetJsonl } from "../sdk";
-import { sha256Hex } from "../utils/digest";
 import { runProducer } from "./bindings";
 import { groupTemplate, ProducerRequestSchema } from "./producer-request";
 
@@ -29,26 +29,18 @@ function runIdOf(id: string): string {
   return id;
 }
 
-/** The dataset's examples, as uploaded; a name with no upload is a 404. */
-async function readDataset(env: Env, name: string) {
-  const object = await env.DATASETS.get(name);
-  if (object === null)
+/** The dataset's examples, as pushed; a name with no push is a 404. */
+async function readPushed(env: Env, name: string) {
+  const dataset = await readDataset(env.DATASETS, name);
+  if (dataset === null)
     throw new ApiError(
       404,
       "not_found",
-      `dataset: no dataset "${name}" (upload it with POST /v1/datasets/${name}, or edgeroll dataset push)`,
+      `dataset: no dataset "${name}" (push it with POST /v1/datasets/${name}, or edgeroll dataset push)`,
     );
-  const text = await object.text();
-  const parsed = parseDatasetJsonl(text, name);
-  if (parsed.problems.length > 0)
-    throw new ApiError(
-      422,
-      "invalid_request",
-      `dataset "${name}": ${parsed.problems.slice(0, 5).join("; ")}`,
-    );
-  if (parsed.examples.length === 0)
-    throw new ApiError(400, "invalid_request", `dataset: "${name}" holds no example`);
-  return { examples: parsed.examples, sha256: await sha256Hex(text) };
+  // Checked line by line as it was pushed: parsing it again finds the same examples.
+  const parsed = parseDatasetJsonl(await new Response(dataset.body).text(), name);
+  return { examples: parsed.examples, sha256: dataset.view.sha256 };
 }
 
 /** The version the run's groups will pin: the one asked for, which must be the declared one. */
@@ -77,7 +69,7 @@ export const producerRoutes = new Hono<{ Bindings: Env }>()
   .post("/runs/:id/producer", validated("json", ProducerRequestSchema), async (c) => {
     const runId = runIdOf(c.req.param("id"));
     const request = c.req.valid("json");
-    const dataset = await readDataset(c.env, request.dataset);
+    const dataset = await readPushed(c.env, request.dataset);
     // Every group field is checked as POST /v1/groups checks it, on the first example.
     const asGroup = StartGroupRequestSchema.safeParse({
       ...groupTemplate(request),

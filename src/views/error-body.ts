@@ -24,6 +24,8 @@ export const ErrorCodeSchema = z.enum([
   "build_failed",
   "idempotency_conflict",
   "batch_settled",
+  "invalid_dataset",
+  "dataset_conflict",
   "internal_error",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
@@ -32,7 +34,10 @@ export const ErrorBodySchema = z.object({
   error: z.object({
     code: ErrorCodeSchema,
     message: z.string(),
-    /** For `invalid_request` and `example_rejected`: each problem, by the path of the field it is in. */
+    /**
+     * For `invalid_request` and `example_rejected`: each problem, by the path of the field it is
+     * in; for `invalid_dataset`, by its line.
+     */
     details: z.unknown().optional(),
   }),
 });

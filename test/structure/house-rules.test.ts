@@ -32,6 +32,8 @@ const OTHER_MEANINGS: Record<string, Record<string, string>> = {
     "src/producer/producer-storage.ts": "a run producer's state: every epoch covered",
     "src/producer/run-producer.ts": "a run producer's state: every epoch covered",
     "test/worker/producer.test.ts": "a run producer's state: every epoch covered",
+    "reliability/producer-crash.ts": "a run producer's state: every epoch covered",
+    "bench/signal-share.ts": "a run producer's state: every epoch covered",
   },
   env_error: {
     "src/cli/env-serve.ts": "the remote protocol's error code for an environment that threw",

@@ -36,8 +36,14 @@ registerTestEnvironment("signal-by-example", () => new SignalByExample());
 
 const sampling = { model: "sim", temperature: 0.7, seed: 11, max_completion_tokens: 16 };
 
+/** Pushes a dataset as a trainer does (POST /v1/datasets/:name). */
 async function upload(name: string, rows: object[]): Promise<void> {
-  await env.DATASETS.put(name, rows.map((r) => JSON.stringify(r)).join("\n"));
+  const response = await api(`/v1/datasets/${name}`, {
+    method: "POST",
+    headers: { "content-type": "application/x-ndjson", authorization: `Bearer ${TOKENS.trainer}` },
+    body: rows.map((r) => JSON.stringify(r)).join("\n"),
+  });
+  if (!response.ok) throw new Error(`push ${name}: ${response.status} ${await response.text()}`);
 }
 
 function postProducer(run: string, body: object, token = TOKENS.producer) {
