@@ -7,12 +7,13 @@ const LAYERS = [
   ["utils"], // small helpers that know nothing of edgeroll
   // the environment SDK; token-exact episodes, as arrays and bytes; the enums rows and wire share
   ["sdk", "tokens", "domain"],
-  ["environments", "inference", "db", "config.ts", "sim"],
+  ["environments", "inference", "db", "config.ts", "sim", "datasets"], // datasets: pushed JSONL in R2
   ["policy"], // the run's policy: its wire shapes, the lag rule, pacing, the push to groups
   ["env-workers", "trainer", "distill"], // the teacher of on-policy distillation
   ["rollout"], // the group object, its storage, turns, rewards, landing
   ["views"], // the read side: what the API answers and the dashboard shows
   ["api", "dashboard"],
+  ["producer"], // a run that produces itself: it starts groups as POST /v1/groups does
   ["app.ts", "client"], // the route table; the HTTP client (types from the views)
   ["index.ts"], // the Worker's exports
   ["cli"], // the command line, on top of everything

@@ -166,6 +166,19 @@ function rows(r: Results): Row[] {
       null,
       0,
     ],
+    [
+      "Signal share: example-epochs with a group that has reward variance, dynamic sampling",
+      figure(r, "signal_share_dynamic"),
+      atLeast(0.9),
+      3,
+    ],
+    ["… without dynamic sampling", figure(r, "signal_share_plain"), null, 3],
+    ["… share of groups uniform without it", figure(r, "signal_plain_uniform_share"), null, 3],
+    [
+      "… episodes generated with dynamic sampling / without (its extra generation)",
+      figure(r, "signal_generation_ratio"),
+      null,
+    ],
   ];
 }
 
@@ -315,6 +328,7 @@ ${fleetSection(r)}
 - **Teacher scoring**: the same token-in groups with \`algorithm: "opd"\` (the simulator's teacher scores each episode's sample with \`prompt_logprobs\`) over the token-in run without: the extra workerd CPU, and the extra wall time of the whole run, divided by the sampled tokens the teacher scored. The wall-time figure is a difference of two runs' durations and its spread shows how little of it is the teacher's.
 ${fleetFigures(r)}
 - **Weight sync**: ${d.sync.plan.groups} groups of 1 on one simulated host, each streaming a ${fmt(d.sync.plan.tokens, 0)}-token generation at ${fmt(d.sync.plan.tokensPerS, 0)} tokens a second; a random while into them (a fifth to four fifths of the way, seeded) the run is paused, then idle is awaited as a trainer does: done if the pause's answer says 0 in flight, else with \`waitIdle\` (GET /v1/runs/:id every 20 ms). The stall is the time from the pause's request to the first 0 in flight: held, the generations finish; interrupted (\`interrupt: true\`), they are aborted at once and sent again after the resume. Each repeat holds one run and interrupts another, alternating which goes first; the ratio pairs the two of a repeat. The groups generate from token ids (\`generation: "tokens"\`): the interrupted generations kept ${withSpread(figure(r, "interrupt_kept_tokens"), 0)} tokens in all and continued from them after the resume, and dropped ${withSpread(figure(r, "interrupt_discarded_tokens"), 0)}. The simulator logs when it wrote each token of a stream whose client closed it early. Lost tokens are, episode by episode, those it had streamed before the pause was requested that edgeroll did not keep: nothing the host sent before the trainer asked may be lost. Tokens it streamed after the request, until the close reached it, and that edgeroll did not keep are counted apart as cut off: the host's work the cut wasted. An interrupt first reads on while bytes are already arriving (5 ms a read, 50 ms in all), so what the host sent before the cut but a busy thread had not yet read is kept; what is cut off was still in transit.
+- **Signal share**: ${d.signal.plan.examples} exact-answer questions, uploaded as a dataset and produced server side by a run's producer (\`POST /v1/runs/:id/producer\`), groups of ${d.signal.plan.groupSize} at temperature ${d.signal.plan.temperature}, where the simulator slips by one with probability 0.15 × the temperature, so about half the groups land uniform. Each repeat produces the dataset once plainly and once with \`dynamic_sampling: {max_resamples: ${d.signal.plan.maxResamples}}\`, alternating which goes first. The share is of examples one of whose groups landed with differing rewards (the producer's \`examples_with_signal\`); the cost is the episodes generated with dynamic sampling over those without, in the same repeat.
 - **Busy fleet**: an asynchronous training loop of ${d.busy.plan.steps} steps on ${d.busy.plan.hosts} simulated hosts. A producer keeps ${d.busy.plan.inFlightGroups} token-in groups of ${d.busy.plan.groupSize} in flight, each generation drawing its length from a fifth of ${fmt(d.busy.plan.tokens, 0)} tokens to all of them, at ${fmt(d.busy.plan.tokensPerS, 0)} tokens a second. Each step the trainer waits for ${d.busy.plan.groupsPerStep} more groups to land, pauses the run (held, or with \`interrupt\`), waits for idle, loads weights for ${fmt(d.busy.plan.loadMs, 0)} ms and resumes at the next version. The figure is the hosts' busy time (at least one generation running, as each simulator counts it) over the host-seconds outside the loads; 1 is the physical limit. Held and interrupted loops alternate which goes first. The mean stall a step was ${withSpread(figure(r, "busy_stall_ms_hold"), 0)} ms held and ${withSpread(figure(r, "busy_stall_ms_interrupt"), 0)} ms interrupted.
 
 ## Growth with episode length
@@ -344,6 +358,7 @@ one location, never to D1, and is the size of the prompt the inference host must
 - \`npm run bench -- --quick\`: a reduced run, printed only (CI runs it).
 - \`npm run bench:floor [-- ROUNDS C,C]\`: the pipeline against the floor Worker alone, fresh processes, alternated.
 - \`npm run bench:fleet [-- GROUPS REPEATS]\`: only the fleet part, printed.
+- \`npm run bench:signal [-- --quick]\`: only the signal share, without and with dynamic sampling, printed.
 - \`npm run bench:sync [-- --quick] [-- --stall]\`: only the weight-sync parts (one sync's stall, the busy fleet; \`--stall\`, the stall alone), printed.
 - \`npm run bench:rss [-- ROUNDS]\`: only the memory figure (the pipeline's peak workerd RSS over the floor's, C = 8 to 1,024, fresh processes), about 6.5 minutes a round.
 - \`npm run bench:profile\`: a V8 CPU profile of the Worker; \`npm run bench:heap\`: a heap snapshot of workerd at the C = 1,024 peak, summarized.

@@ -15,6 +15,7 @@ import type { MachineShare } from "./machine-share";
 import type { OverheadResult } from "./overhead";
 import type { RemoteStepResult } from "./remote-env";
 import { keysOf, type Repeated, repeated } from "./repeats";
+import type { SignalShareResult } from "./signal-share";
 import { pointsAt, rssOverFloor, type Side, type SweepResult } from "./sweep";
 import type { SyncResult } from "./sync-stall";
 import type { TokenInResult } from "./token-in";
@@ -51,6 +52,8 @@ export interface BenchReport {
   sync: SyncResult;
   /** The hosts' busy share over an asynchronous training loop, held against interrupted. */
   busy: BusyResult;
+  /** Examples with signal, produced server side without and with dynamic sampling. */
+  signal: SignalShareResult;
   machine: Machine;
   share: MachineShare;
 }
@@ -219,6 +222,11 @@ export function resultsJson(report: BenchReport) {
     ...keysOf("fleet_busy_fraction_interrupt", report.busy.interrupt),
     ...keysOf("busy_stall_ms_hold", report.busy.holdStallMs),
     ...keysOf("busy_stall_ms_interrupt", report.busy.interruptStallMs),
+    signal_share: { plain: report.signal.plain.median, dynamic: report.signal.dynamic.median },
+    ...keysOf("signal_share_plain", report.signal.plain),
+    ...keysOf("signal_share_dynamic", report.signal.dynamic),
+    ...keysOf("signal_plain_uniform_share", report.signal.plainUniformShare),
+    ...keysOf("signal_generation_ratio", report.signal.generationRatio),
     // Counts, not timings: a run that loses an episode has lost it.
     failover_lost_episodes: report.fleet.failoverLostEpisodes,
     failover_episodes: report.fleet.failoverEpisodes,
@@ -237,6 +245,7 @@ export function resultsJson(report: BenchReport) {
       fleet: report.fleet,
       sync: report.sync,
       busy: report.busy,
+      signal: report.signal,
     },
     machine: describeMachine(report.machine),
     machine_detail: report.machine,

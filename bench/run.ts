@@ -18,6 +18,7 @@ import type { Repeated } from "./repeats";
 import { benchmarksDoc, printTable, writeOutputs } from "./report";
 import { fromRepeated, withSpread } from "./report-figures";
 import { resultsJson } from "./results";
+import { measureSignalShare } from "./signal-share";
 import { withBenchStack } from "./stack";
 import { measureSweep } from "./sweep";
 import { measureSyncStall } from "./sync-stall";
@@ -112,6 +113,15 @@ say(
 const busy = await measureBusyFleet(plan.busy, say);
 say(`busy fleet: ${spread(busy.hold, 3)} held, ${spread(busy.interrupt, 3)} interrupted`);
 
+const { signal: sg } = plan;
+say(
+  `signal share: ${sg.examples} exact-answer questions in groups of ${sg.groupSize} at temperature ${sg.temperature}, produced plainly and with dynamic sampling (${sg.maxResamples} resamples), ${sg.repeats} repeat(s)`,
+);
+const signal = await measureSignalShare(plan.signal, say);
+say(
+  `signal share: ${spread(signal.plain, 3)} plain, ${spread(signal.dynamic, 3)} dynamic, at ${spread(signal.generationRatio)}x the episodes`,
+);
+
 const results = resultsJson({
   quick,
   seconds: (Date.now() - started) / 1000,
@@ -123,6 +133,7 @@ const results = resultsJson({
   fleet,
   sync,
   busy,
+  signal,
   machine,
   share: share.stop(),
 });

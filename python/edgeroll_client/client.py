@@ -1,16 +1,19 @@
-"""EdgerollClient: the HTTP API a trainer uses (groups, the run's policy, leases, acks and
-releases), over urllib, each refusal raised as an EdgerollError."""
+"""EdgerollClient: the HTTP API a trainer uses (groups, the run's policy, datasets, leases, acks
+and releases), over urllib, each refusal raised as an EdgerollError."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import quote
 
 from .errors import EdgerollError
 from .local_token import discover_token
@@ -41,13 +44,16 @@ class EdgerollClient:
         self.timeout = timeout
 
     def _request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
-        url = self.base_url + path
         data = None if body is None else json.dumps(body).encode()
+        return self._send(method, path, data, {"content-type": "application/json", **(headers or {})})
+
+    def _send(self, method: str, path: str, data: Any, headers: dict[str, str]) -> Any:
+        """One call with the token: its JSON answer, or the API's refusal as an EdgerollError."""
+        url = self.base_url + path
         request = urllib.request.Request(url, data=data, method=method)
-        request.add_header("content-type", "application/json")
         if self.token:
             request.add_header("authorization", f"Bearer {self.token}")
-        for name, value in (headers or {}).items():
+        for name, value in headers.items():
             request.add_header(name, value)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -125,9 +131,35 @@ class EdgerollClient:
         by version (what a producer keeps below a bound so it never runs ahead)."""
         return self._request("GET", f"/v1/runs/{run_id}")
 
+    def start_producer(self, run_id: str, **request: Any) -> dict[str, Any]:
+        """Makes the run produce itself, server side, from a dataset uploaded to edgeroll
+        (`env`, `dataset`, `group_size`, `sampling`, and `epochs`, `shuffle_seed`, `max_ahead`,
+        `dynamic_sampling={"max_resamples": k}`, `sampler="pool"`, ... as POST
+        /v1/runs/:id/producer takes them). Returns the producer's progress."""
+        return self._request("POST", f"/v1/runs/{run_id}/producer", request)
+
+    def get_producer(self, run_id: str) -> dict[str, Any]:
+        """Where the run's producer has got to: `state`, each epoch's examples done, its groups."""
+        return self._request("GET", f"/v1/runs/{run_id}/producer")
+
+    def stop_producer(self, run_id: str) -> dict[str, Any]:
+        """Stops the run's producer: its groups in flight land, no new one starts."""
+        return self._request("DELETE", f"/v1/runs/{run_id}/producer")
+
+    def wait_for_producer(self, run_id: str, timeout: float | None = None, interval: float = 1.0) -> dict[str, Any]:
+        """Polls until the run's producer is `done` or `stopped` (or `timeout` seconds pass)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            view = self.get_producer(run_id)
+            if view["state"] != "running":
+                return view
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id!r}'s producer is still running")
+            time.sleep(interval)
+
     def get_evals(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's evaluation metrics (the `eval_results` view): per environment, policy version
-        and k, pass_at_k, maj_at_k, avg_reward and avg_success."""
+        """The run's evaluation metrics (the `eval_results` view): per environment, its
+        env_version, policy version and k, pass_at_k, maj_at_k, avg_reward and avg_success."""
         return self._request("GET", f"/v1/runs/{run_id}/evals")
 
     def evaluate(
@@ -172,6 +204,25 @@ class EdgerollClient:
             if row["env"] == env and row["policy_version"] == policy_version and (k is None or row["k"] in k)
         ]
         return groups, rows
+
+    def push_dataset(
+        self, path: str | os.PathLike[str], name: str | None = None, replace: bool = False
+    ) -> dict[str, Any]:
+        """Pushes a JSONL dataset (trainer role), streamed from disk as it is. The Worker checks
+        every line and stores nothing if one is bad (`invalid_dataset`, naming the first ten).
+        `name` defaults to the file's name without .jsonl. The same bytes again answer
+        `result: "unchanged"`; other bytes under a taken name raise `dataset_conflict` unless
+        `replace`. Returns name, bytes, examples, sha256, uploaded_at and result."""
+        file = Path(path)
+        name = name or re.sub(r"\.(jsonl|ndjson)$", "", file.name, flags=re.IGNORECASE)
+        query = "?replace=true" if replace else ""
+        headers = {"content-type": "application/x-ndjson", "content-length": str(file.stat().st_size)}
+        with file.open("rb") as data:  # urllib sends a file in blocks, given its length
+            return self._send("POST", f"/v1/datasets/{quote(name, safe='')}{query}", data, headers)
+
+    def list_datasets(self) -> list[dict[str, Any]]:
+        """Every dataset pushed: name, bytes, examples, sha256 and uploaded_at."""
+        return self._request("GET", "/v1/datasets")["datasets"]
 
     def lease(self, **request: Any) -> Batch:
         """Leases whole scored groups; see docs/batches.md for the batch format. An empty batch is normal."""

@@ -28,9 +28,10 @@ def decode_sample(sample: dict[str, Any]) -> dict[str, Any]:
     """One token-exact sample, in either encoding, as plain lists.
 
     `token_ids` is the sequence the host saw and produced, `mask` is 1 exactly on the tokens the
-    policy sampled, `logprobs` the host's sampling logprob there (0 elsewhere), `advantages` the
-    advantage each sampled token gets (0 elsewhere), and in a distilled group `teacher_logprobs`
-    the teacher's logprob there (0 elsewhere). `policy_versions` is the policy version that
+    policy sampled (all 0 in an over-long episode its group masks, `overlong: "mask"`),
+    `logprobs` the host's sampling logprob there (0 elsewhere), `advantages` the advantage each
+    sampled token gets (0 elsewhere), and in a distilled group `teacher_logprobs` the teacher's
+    logprob there (0 elsewhere). `policy_versions` is the policy version that
     sampled each token (-1 where none did); absent from servers older than per-token versions,
     and then absent here too. With numpy, base64 arrays decode faster as
     `np.frombuffer(base64.b64decode(s), "<i4")` (`"u1"` for the mask, `"<f4"` for the floats).

@@ -127,13 +127,21 @@ class StandIn(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         self.calls.append({"path": self.path, "body": None, "headers": dict(self.headers)})
-        if self.path == "/v1/runs/r1":
+        if self.path == "/v1/datasets":
+            self.answer(200, {"datasets": [{"name": "math", "examples": 2}]})
+        elif self.path == "/v1/runs/r1":
             left = StandIn.in_flight.pop(0) if StandIn.in_flight else 0
             self.answer(200, {"run_id": "r1", "in_flight_generations": left})
         else:
             self.answer(404, {"error": {"code": "not_found", "message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        if self.path.startswith("/v1/datasets/"):  # the file itself, not JSON
+            raw = self.rfile.read(int(self.headers["content-length"]))
+            self.calls.append({"path": self.path, "body": raw, "headers": dict(self.headers)})
+            name = self.path.split("/")[-1].split("?")[0]
+            self.answer(201, {"name": name, "bytes": len(raw), "result": "created"})
+            return
         body = json.loads(self.rfile.read(int(self.headers["content-length"] or 0)) or b"null")
         self.calls.append({"path": self.path, "body": body, "headers": dict(self.headers)})
         if self.path == "/v1/batches/lease":
@@ -195,6 +203,21 @@ class Client(unittest.TestCase):
         StandIn.in_flight = [2] * 1000
         with self.assertRaises(TimeoutError):
             self.client.wait_idle("r1", timeout=0.05, interval=0.01)
+
+    def test_push_dataset_sends_the_file_as_it_is_under_its_name(self) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "math-train.jsonl"
+            path.write_bytes(b'{"input": "1+1?"}\n{"input": "2+2?"}\n')
+            pushed = self.client.push_dataset(path)
+            self.client.push_dataset(str(path), name="other", replace=True)
+        self.assertEqual(pushed, {"name": "math-train", "bytes": 36, "result": "created"})
+        first, second = StandIn.calls
+        headers = {k.lower(): v for k, v in first["headers"].items()}
+        self.assertEqual(headers["content-type"], "application/x-ndjson")
+        self.assertEqual(headers["authorization"], "Bearer t-1")
+        self.assertEqual(first["body"], b'{"input": "1+1?"}\n{"input": "2+2?"}\n')
+        self.assertEqual(second["path"], "/v1/datasets/other?replace=true")
+        self.assertEqual(self.client.list_datasets(), [{"name": "math", "examples": 2}])
 
     def test_set_host_sends_the_url_and_what_changes(self) -> None:
         with self.assertRaises(EdgerollError):

@@ -11,6 +11,7 @@ import {
   isRegisteredEnvironment,
   isRemoteEnvironment,
 } from "../environments/registry";
+import { environmentVersion } from "../environments/versions";
 import { describeZodError, type TaskExample, TaskExampleSchema } from "../sdk";
 import {
   type ExampleVerdict,
@@ -78,13 +79,15 @@ export const environmentRoutes = new Hono<{ Bindings: Env }>()
     const remote = environmentsOf(c.env);
     return c.json(environmentsView(environmentNames(remote), [...remote.targets.keys()]));
   })
-  .get("/environments/:name", (c) => {
+  .get("/environments/:name", async (c) => {
     const name = c.req.param("name");
     const remote = environmentsOf(c.env);
     if (!isRegisteredEnvironment(name, remote))
       throw new ApiError(404, "not_found", unknownEnvironment(name, remote));
     const target = isRemoteEnvironment(name, remote) ? remote.targets.get(name) : undefined;
-    return c.json(environmentView(name, target?.baseUrl ?? null));
+    // Describing an environment must not fail because a remote one is down: its version is null.
+    const version = await environmentVersion(name, remote).catch(() => null);
+    return c.json(environmentView(name, target?.baseUrl ?? null, version));
   })
   .post("/environments/:name/validate", validated("json", ValidateRequestSchema), async (c) => {
     const name = c.req.param("name");

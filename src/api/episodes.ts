@@ -19,6 +19,11 @@ const ListQuerySchema = z.strictObject({
   success: z.stringbool().optional(),
   /** Only training groups' episodes, or only evaluations'. */
   kind: GroupKindSchema.optional(),
+  /**
+   * `false` leaves out the over-long episodes a group's `overlong: "filter"` keeps out of leases
+   * (what `edgeroll export` asks for); `true` lists only those.
+   */
+  filtered: z.stringbool().optional(),
   cursor: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
   include: z
@@ -52,23 +57,27 @@ export const episodeRoutes = new Hono<{ Bindings: Env }>()
         status: query.status,
         success: query.success,
         kind: query.kind,
+        filtered: query.filtered,
       },
       decodeCursor(query.cursor),
       query.limit,
     );
     const last = page.episodes.at(-1);
-    const turns = query.include.includes("tokens")
-      ? await readTokenObjects(
-          c.env.TOKENS,
-          await groupTokenObjects(c.env.DB, [...new Set(page.episodes.map((e) => e.groupId))]),
-        )
+    const tokenGroups = query.include.includes("tokens")
+      ? await groupTokenObjects(c.env.DB, [...new Set(page.episodes.map((e) => e.groupId))])
       : null;
+    const turns = tokenGroups && (await readTokenObjects(c.env.TOKENS, tokenGroups));
+    const policies = new Map(tokenGroups?.map((g) => [g.id, g.overlong]));
     const episodes = page.episodes.map((e) =>
       episodeListItemView(
         e,
         page.transcripts.get(e.id) ?? [],
         query.include,
-        turns && { group: turns.get(e.groupId), encoding: query.token_encoding },
+        turns && {
+          group: turns.get(e.groupId),
+          encoding: query.token_encoding,
+          overlong: policies.get(e.groupId) ?? "keep",
+        },
       ),
     );
     const next =

@@ -5,6 +5,8 @@ import { readRunPolicy } from "../db/run-policies";
 import { checkSharedTokenizer, type TokenizerProblem } from "../distill/tokenizer-check";
 import { environmentsOf } from "../env-workers/environments";
 import type { RemoteEnvironments } from "../environments/registry";
+import { RemoteEnvError } from "../environments/remote/client";
+import { environmentVersion } from "../environments/versions";
 import { type KnownPolicy, knownPolicy } from "../policy/known-policy";
 import { beyondMaxLag } from "../policy/lag";
 import { rolloutGroup } from "../rollout/bindings";
@@ -71,6 +73,32 @@ async function withRunPolicy(
   return { request, policy: policy === null ? null : knownPolicy(policy) };
 }
 
+/**
+ * The request with the version its environment declares: a group that pins another is a 409,
+ * so a run never mixes two sets of rules unnoticed; one that pins none records the declared one.
+ */
+async function withEnvVersion(
+  request: StartGroupRequest,
+  remote: RemoteEnvironments,
+): Promise<StartGroupRequest> {
+  const declared = await environmentVersion(request.env, remote).catch((error: unknown) => {
+    if (error instanceof RemoteEnvError)
+      throw new ApiError(
+        503,
+        "environment_unavailable",
+        `environment "${request.env}": /info: ${error.message}`,
+      );
+    throw error;
+  });
+  if (request.env_version !== undefined && request.env_version !== declared)
+    throw new ApiError(
+      409,
+      "env_version_mismatch",
+      `env_version: the group pins "${request.env_version}" but environment "${request.env}" is at version "${declared}"`,
+    );
+  return { ...request, env_version: declared };
+}
+
 /** A tokenizer check that did not pass, as the API refuses the group: a 400, or a 503 to retry. */
 function tokenizerRefusal(check: TokenizerProblem): ApiError {
   switch (check.kind) {
@@ -89,9 +117,43 @@ async function openExample(request: StartGroupRequest, remote: RemoteEnvironment
   checkNativeTools(request, tools);
 }
 
+/**
+ * Starts a group as `POST /v1/groups` does, for the route and for a run's producer: the run's
+ * policy and the environment's version filled in, the example and tokenizer checked, all before
+ * anything is stored. Refusals are ApiErrors (4xx, or a 503 to retry).
+ */
+export async function startGroup(
+  env: Env,
+  asked: AskedGroupRequest,
+  key: string | null,
+): Promise<{ groupId: string; created: boolean }> {
+  const run = await withRunPolicy(env.DB, asked);
+  const remote = environmentsOf(env);
+  checkEnvironmentName(run.request.env, remote);
+  const request = await withEnvVersion(run.request, remote);
+  await openExample(request, remote);
+  if (request.teacher !== undefined) {
+    const check = await checkSharedTokenizer(
+      configFrom(env),
+      request.sampling.model,
+      request.teacher.model,
+    );
+    if (!check.ok) throw tokenizerRefusal(check);
+  }
+  const spec = await newGroupSpec(request, key, asked);
+  const started = await rolloutGroup(env, spec.groupId).start(spec, run.policy);
+  if (started.outcome === "conflict") {
+    throw new ApiError(
+      409,
+      "idempotency_conflict",
+      "Idempotency-Key was already used with a different request body",
+    );
+  }
+  return { groupId: spec.groupId, created: started.outcome === "created" };
+}
+
 export const groupRoutes = new Hono<{ Bindings: Env }>()
   .post("/groups", validated("json", StartGroupRequestSchema), async (c) => {
-    const asked = c.req.valid("json");
     const key = c.req.header("idempotency-key") ?? null;
     if (key !== null && !IDEMPOTENCY_KEY.test(key)) {
       throw new ApiError(
@@ -100,28 +162,8 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
         "Idempotency-Key: 1 to 255 printable ASCII characters",
       );
     }
-    const { request, policy } = await withRunPolicy(c.env.DB, asked);
-    const remote = environmentsOf(c.env);
-    checkEnvironmentName(request.env, remote);
-    await openExample(request, remote);
-    if (request.teacher !== undefined) {
-      const check = await checkSharedTokenizer(
-        configFrom(c.env),
-        request.sampling.model,
-        request.teacher.model,
-      );
-      if (!check.ok) throw tokenizerRefusal(check);
-    }
-    const spec = await newGroupSpec(request, key, asked);
-    const started = await rolloutGroup(c.env, spec.groupId).start(spec, policy);
-    if (started.outcome === "conflict") {
-      throw new ApiError(
-        409,
-        "idempotency_conflict",
-        "Idempotency-Key was already used with a different request body",
-      );
-    }
-    return c.json(startedGroupView(spec.groupId, started.outcome === "created"), 202);
+    const started = await startGroup(c.env, c.req.valid("json"), key);
+    return c.json(startedGroupView(started.groupId, started.created), 202);
   })
   .get("/groups/:id", async (c) => {
     const id = c.req.param("id");

@@ -66,7 +66,7 @@ export class ProtocolHandler {
         status: 200,
         body: {
           name: this.name,
-          version: "1",
+          version: env.version,
           kind: env.kind === "single-turn" ? "single_turn" : "multi_turn",
           max_score_concurrency: env.maxScoreConcurrency,
         },

@@ -33,6 +33,8 @@ function parseGuess(action: string): number | null {
 }
 
 export class ${className} extends EnvironmentMultiTurn {
+  /** Recorded on every episode (\`env_version\`): bump it when the rules or the score change. */
+  override readonly version = "1";
   /** What a row must hold: the API refuses any other with a 422 naming the fields. */
   override readonly exampleSchema = z.object({ metadata: MetadataSchema });
 
@@ -99,6 +101,8 @@ import {
 } from "../sdk";
 
 export class ${className} extends EnvironmentSingleTurn {
+  /** Recorded on every episode (\`env_version\`): bump it when the rules or the score change. */
+  override readonly version = "1";
   /** The reply is scored against \`output\`: the API refuses a row without one (a 422). */
   override readonly exampleSchema = z.object({ output: z.string() });
 

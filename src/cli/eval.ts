@@ -64,10 +64,17 @@ export async function evaluate(flags: EvalFlags): Promise<void> {
     );
     return;
   }
-  console.log(evalTable(rows));
-  const unmeasured = rows[0]?.unmeasured_episodes ?? 0;
-  if (unmeasured > 0)
-    console.log(
-      `${unmeasured} episodes are not counted: failed, unscored, or sampled partly at another version.`,
-    );
+  // One table per environment version: a run that evaluated under two sets of rules gets two.
+  const byEnvVersion = new Map<string | null, EvalResultRow[]>();
+  for (const r of rows)
+    byEnvVersion.set(r.env_version, [...(byEnvVersion.get(r.env_version) ?? []), r]);
+  for (const [envVersion, versionRows] of byEnvVersion) {
+    if (byEnvVersion.size > 1) console.log(`environment version ${envVersion ?? "unrecorded"}:`);
+    console.log(evalTable(versionRows));
+    const unmeasured = versionRows[0]?.unmeasured_episodes ?? 0;
+    if (unmeasured > 0)
+      console.log(
+        `${unmeasured} episodes are not counted: failed, unscored, or sampled partly at another version.`,
+      );
+  }
 }

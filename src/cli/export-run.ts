@@ -84,6 +84,8 @@ export async function exportRun(flags: ExportFlags): Promise<void> {
       run_id: flags.run,
       // Evaluations measure and never train: their held-out episodes stay out of training data.
       kind: "train",
+      // Neither do the over-long episodes a run filters: an export holds what a lease serves.
+      filtered: false,
       ...(flags.env ? { env: flags.env } : {}),
       ...(kind === "sft" ? { success: true } : {}),
       include,

@@ -193,12 +193,46 @@ export function buildProgram(): Command {
     .option("--algorithm <name>", "grpo, or opd (on-policy distillation, with --teacher)", "grpo")
     .option("--teacher <model>", "the teacher model for --algorithm opd (on TEACHER_BASE_URL)")
     .option(
+      "--overlong <policy>",
+      "episodes whose last action hit --max-completion-tokens: keep, mask (advantage 0, sample mask 0) or filter (never leased)",
+      "keep",
+    )
+    .option(
       "--kind <kind>",
       "train, or eval: measure --policy-version, never leased (see `edgeroll eval`)",
       "train",
     )
     .option("--limit <n>", "only the first n examples")
-    .action(async (flags) => (await import("./run")).run(flags));
+    .option(
+      "--env-version <v>",
+      "the environment version the groups must run: a 409 if it declares another",
+    )
+    .option(
+      "--server",
+      "produce the run on the Worker (POST /v1/runs/:id/producer): upload the dataset, hand it over, follow it",
+    )
+    .option("--epochs <n>", "with --server: passes over the dataset", "1")
+    .option("--shuffle-seed <n>", "with --server: each pass in its own seeded order")
+    .option(
+      "--max-resamples <k>",
+      "with --server: resample an example whose group landed uniform up to k times (dynamic sampling)",
+    )
+    .option("--sampler <name>", "with --server: uniform, or pool (a curriculum)", "uniform")
+    .option(
+      "--skip-solved-after <n>",
+      "--sampler pool: skip an example solved in its last n groups",
+    )
+    .option(
+      "--skip-unsolved-after <m>",
+      "--sampler pool: skip an example solved in none of its last m groups",
+    )
+    .option("--retry-after <k>", "--sampler pool: sample a skipped example again after k skips")
+    .option("--dataset-name <name>", "with --server: the upload's name (default: the file's)")
+    .action(async (flags) =>
+      flags.server
+        ? (await import("./run-server")).runOnServer(flags)
+        : (await import("./run")).run(flags),
+    );
 
   withApi(program.command("eval"))
     .description(
@@ -233,6 +267,7 @@ export function buildProgram(): Command {
         creditAssignment: "per_episode",
         advantage: "mean",
         algorithm: "grpo",
+        overlong: "keep",
         ...flags,
       }),
     );
@@ -280,6 +315,26 @@ export function buildProgram(): Command {
     )
     .option("--out <file>", "write here instead of stdout")
     .action(async (flags) => (await import("./export-run")).exportRun(flags));
+
+  const dataset = program
+    .command("dataset")
+    .description("datasets in the Worker's R2 bucket, for runs to sample from");
+
+  withApi(dataset.command("push"))
+    .description(
+      "check a JSONL dataset line by line, then stream it to the Worker (the trainer role)",
+    )
+    .argument("<file.jsonl>", "task examples, one per line")
+    .option("--name <name>", "the dataset's name (default: the file's name without .jsonl)")
+    .option("--replace", "replace other bytes already pushed under the name")
+    .action(async (file: string, flags) =>
+      (await import("./dataset-commands")).datasetPush(file, flags),
+    );
+
+  withApi(dataset.command("list"))
+    .description("the datasets pushed: name, examples, bytes, sha256, when")
+    .option("--json", "print JSON instead of a table")
+    .action(async (flags) => (await import("./dataset-commands")).datasetList(flags));
 
   program
     .command("token")

@@ -38,8 +38,12 @@ export interface RunFlags {
   generation: string;
   algorithm: string;
   teacher?: string;
+  /** What becomes of episodes whose last action hit its token cap: keep, mask or filter. */
+  overlong: string;
   /** `train`, or `eval` (needs --policy-version). */
   kind: string;
+  /** Pins the environment's version: a 409 if it declares another. */
+  envVersion?: string;
   limit?: string;
 }
 
@@ -145,6 +149,8 @@ export function groupRequest(flags: RunFlags): Job["request"] {
     generation: oneOf("generation", flags.generation, ["chat", "tokens"] as const),
     algorithm,
     ...(flags.teacher === undefined ? {} : { teacher: { model: flags.teacher } }),
+    ...(flags.envVersion === undefined ? {} : { env_version: flags.envVersion }),
+    overlong: oneOf("overlong", flags.overlong, ["keep", "mask", "filter"] as const),
     ...(flags.maxContextTokens
       ? { max_context_tokens: int("max-context-tokens", flags.maxContextTokens, 64, 2_097_152) }
       : {}),

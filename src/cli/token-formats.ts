@@ -67,7 +67,12 @@ export function samplesRows(e: SampledEpisode): object[] {
 
 export function trlRows(e: SampledEpisode): object[] {
   return e.samples.map((s) => {
-    const first = Math.max(0, s.mask.indexOf(1));
+    // The first sampled token: where the mask turns 1, or in a masked over-long episode (whose
+    // mask is all 0) where a policy version first sampled one.
+    const first = Math.max(
+      0,
+      s.mask.includes(1) ? s.mask.indexOf(1) : s.policy_versions.findIndex((v) => v !== -1),
+    );
     return {
       prompt_ids: s.token_ids.slice(0, first),
       completion_ids: s.token_ids.slice(first),

@@ -3,10 +3,13 @@
  * anywhere `fetch` does (Node >= 18, browsers, Workers).
  */
 import type { z } from "zod";
+import type { DatasetList, DatasetView, PushedDataset } from "../datasets/dataset-wire";
 import type { EvalResultRow } from "../db/queries";
 import type { EndState } from "../domain/episode-outcomes";
 import type { HostsView, HostUpdate } from "../fleet/hosts-wire";
 import type { PolicyRequestSchema } from "../policy/policy-wire";
+import type { ProducerRequestSchema } from "../producer/producer-request";
+import type { ProducerView } from "../producer/producer-view";
 import type { StartGroupRequestSchema } from "../rollout/group-spec";
 import type { LeaseRequestSchema } from "../trainer/lease-request";
 import { backoffDelayMs, sleep } from "../utils/backoff";
@@ -28,8 +31,15 @@ import type {
 
 // The answers' types come from the functions that build them on the Worker, the requests'
 // from the schemas that validate them there.
+export type {
+  DatasetList,
+  DatasetView,
+  PushedDataset,
+  PushResult,
+} from "../datasets/dataset-wire";
 export type { EvalResultRow } from "../db/queries";
 export type { EndState } from "../domain/episode-outcomes";
+export type { ProducerView } from "../producer/producer-view";
 export type { EpisodeView } from "../views/episode-view";
 export type { ErrorCode } from "../views/error-body";
 export type { GroupView } from "../views/group-view";
@@ -59,6 +69,9 @@ export type RunPolicyView = ReturnType<typeof policyView>;
 export type RunPolicySet = ReturnType<typeof policySetView>;
 
 export type StartGroupInput = z.input<typeof StartGroupRequestSchema>;
+/** A run producer's request: its own fields, and those its groups share. */
+export type ProducerInput = z.input<typeof ProducerRequestSchema> &
+  Omit<StartGroupInput, "example" | "run_id">;
 export type LeaseInput = z.input<typeof LeaseRequestSchema>;
 
 /** An answer with the API's error shape; carries the method, URL and the stable `code`. */
@@ -189,22 +202,34 @@ export class EdgerollClient {
     this.attempts = options.attempts ?? 3;
   }
 
-  private async request<T>(
-    method: "GET" | "POST",
+  private request<T>(
+    method: "GET" | "POST" | "DELETE",
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
     repeatable = method === "GET",
   ): Promise<T> {
-    const url = `${this.baseUrl}${path}`;
-    const init: RequestInit = {
-      method,
-      headers: {
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
-        ...headers,
+    return this.send(
+      path,
+      {
+        method,
+        headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      repeatable,
+    );
+  }
+
+  /** One call with the token, retried when `repeatable`; the JSON answer, or the API's error. */
+  private async send<T>(path: string, request: RequestInit, repeatable: boolean): Promise<T> {
+    const url = `${this.baseUrl}${path}`;
+    const method = request.method ?? "GET";
+    const init: RequestInit = {
+      ...request,
+      headers: {
+        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        ...(request.headers as Record<string, string>),
+      },
     };
     for (let attempt = 1; ; attempt++) {
       let response: Response;
@@ -334,6 +359,59 @@ export class EdgerollClient {
   }
 
   /**
+   * Makes the run produce itself, server side, from a dataset uploaded to edgeroll: a group per
+   * example and epoch as room frees, resampling uniform groups with `dynamic_sampling`. The same
+   * request again while it runs answers its progress, so the call is retried.
+   */
+  startProducer(runId: string, request: ProducerInput): Promise<ProducerView> {
+    return this.request(
+      "POST",
+      `/v1/runs/${encodeURIComponent(runId)}/producer`,
+      request,
+      {},
+      true,
+    );
+  }
+
+  /** Where the run's producer has got to: its state, each epoch's examples done, its groups. */
+  getProducer(runId: string): Promise<ProducerView> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}/producer`);
+  }
+
+  /** Stops the run's producer: its groups in flight land, no new one starts. */
+  stopProducer(runId: string): Promise<ProducerView> {
+    return this.request(
+      "DELETE",
+      `/v1/runs/${encodeURIComponent(runId)}/producer`,
+      undefined,
+      {},
+      true,
+    );
+  }
+
+  /** Polls the run's producer until it is done or stopped; `onProgress` sees every poll. */
+  waitForProducer(
+    runId: string,
+    options: {
+      onProgress?: (view: ProducerView) => void;
+      intervalMs?: number;
+      timeoutMs?: number;
+    } = {},
+  ): Promise<ProducerView> {
+    return pollUntil(
+      async () => {
+        const view = await this.getProducer(runId);
+        options.onProgress?.(view);
+        return view;
+      },
+      (view) => view.state !== "running",
+      (view) =>
+        `run "${runId}"'s producer is still running (${view.groups_started} groups started)`,
+      { ...options, intervalMs: options.intervalMs ?? 500 },
+    );
+  }
+
+  /**
    * The run's evaluation metrics, the rows of the `eval_results` view: per environment, policy
    * version and k, pass@k, maj@k and the mean reward (docs/querying.md).
    */
@@ -399,6 +477,38 @@ export class EdgerollClient {
     return this.request("POST", "/v1/hosts", update);
   }
 
+  /**
+   * Pushes a JSONL dataset under `name` (the trainer role): the file's bytes as they are, whole
+   * or as a stream, which is sent as it is read. The Worker checks every line and stores nothing
+   * if one is bad (`invalid_dataset`, naming the first ten). The same bytes again are a no-op
+   * (`result: "unchanged"`); other bytes under a taken name are a 409 `dataset_conflict` unless
+   * `replace`. Not retried: a stream cannot be sent twice.
+   */
+  pushDataset(
+    name: string,
+    file: ReadableStream<Uint8Array> | Uint8Array | Blob | string,
+    options: { replace?: boolean } = {},
+  ): Promise<PushedDataset> {
+    const query = options.replace ? "?replace=true" : "";
+    const body = file instanceof Uint8Array ? new Blob([file as Uint8Array<ArrayBuffer>]) : file;
+    return this.send(
+      `/v1/datasets/${encodeURIComponent(name)}${query}`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/x-ndjson" },
+        body,
+        // Node's fetch sends a stream body only when told it may before the answer begins.
+        ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+      },
+      false,
+    );
+  }
+
+  /** Every dataset pushed: name, bytes, examples, sha256 and when it was pushed. */
+  async listDatasets(): Promise<DatasetView[]> {
+    return (await this.request<DatasetList>("GET", "/v1/datasets")).datasets;
+  }
+
   getEpisode(episodeId: string): Promise<EpisodeView> {
     return this.request("GET", `/v1/episodes/${encodeURIComponent(episodeId)}`);
   }
@@ -410,6 +520,11 @@ export class EdgerollClient {
     success?: boolean;
     /** Only training groups' episodes (`train`), or only evaluations' (`eval`). */
     kind?: "train" | "eval";
+    /**
+     * `false`: leave out the over-long episodes a group's `overlong: "filter"` keeps out of
+     * leases; `true`: only those.
+     */
+    filtered?: boolean;
     include?: string[];
     limit?: number;
     cursor?: string;

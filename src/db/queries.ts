@@ -41,7 +41,18 @@ export interface EpisodeFilter {
   status?: EndState | undefined;
   success?: boolean | undefined;
   kind?: GroupKind | undefined;
+  /**
+   * Only the over-long episodes a group's `overlong: "filter"` keeps out of leases (true), or
+   * every other (false): what a lease would serve, failed episodes included.
+   */
+  filtered?: boolean | undefined;
 }
+
+/**
+ * An over-long episode of a group that filters them: kept in SQL, never leased. Its group is
+ * looked up by key, and only for over-long episodes: no scan of the groups per page.
+ */
+const filteredEpisode = sql`(${episodes.overlong} = 1 AND EXISTS (SELECT 1 FROM groups g WHERE g.id = ${episodes.groupId} AND g.overlong = 'filter'))`;
 
 /** A page of landed episodes in landing order, resuming after `cursor` (finished_at, id). */
 export async function listEpisodes(
@@ -59,6 +70,11 @@ export async function listEpisodes(
     filter.kind === undefined
       ? undefined
       : sql`${episodes.groupId} IN (SELECT id FROM groups WHERE kind = ${filter.kind})`,
+    filter.filtered === undefined
+      ? undefined
+      : filter.filtered
+        ? filteredEpisode
+        : sql`NOT ${filteredEpisode}`,
     after === null
       ? undefined
       : sql`(${episodes.finishedAt}, ${episodes.id}) > (${after.finishedAt}, ${after.id})`,
@@ -86,10 +102,13 @@ export async function listEpisodes(
   return { episodes: rows, transcripts };
 }
 
-/** Where each group's token object is, for the groups given. */
+/**
+ * What the groups given lend their episodes' token samples: where each one's token object is,
+ * and its over-long policy (under `mask`, an over-long episode's samples train nothing).
+ */
 export function groupTokenObjects(db: D1Database, groupIds: readonly string[]) {
   return drizzle(db)
-    .select({ id: groups.id, tokenObject: groups.tokenObject })
+    .select({ id: groups.id, tokenObject: groups.tokenObject, overlong: groups.overlong })
     .from(groups)
     .where(sql`${groups.id} IN (SELECT value FROM json_each(${JSON.stringify(groupIds)}))`)
     .all();
@@ -128,10 +147,12 @@ export async function runPacing(db: D1Database, runId: string): Promise<PacingRo
   return rows.results;
 }
 
-/** One row of the `eval_results` view (migrations/0024_eval_results_view.sql). */
+/** One row of the `eval_results` view (migrations/0026_eval_results_env_version.sql). */
 export interface EvalResultRow {
   run_id: string;
   env: string;
+  /** The environment version its groups ran (null: from before versions were recorded). */
+  env_version: string | null;
   policy_version: number;
   k: number;
   examples: number;
@@ -148,7 +169,9 @@ export interface EvalResultRow {
 /** A run's evaluation metrics: by environment, then version, then k. */
 export async function evalResults(db: D1Database, runId: string): Promise<EvalResultRow[]> {
   const rows = await db
-    .prepare("SELECT * FROM eval_results WHERE run_id = ?1 ORDER BY env, policy_version, k")
+    .prepare(
+      "SELECT * FROM eval_results WHERE run_id = ?1 ORDER BY env, env_version, policy_version, k",
+    )
     .bind(runId)
     .all<EvalResultRow>();
   return rows.results;

@@ -8,6 +8,7 @@ import type {
   CreditAssignment,
   Generation,
   GroupKind,
+  Overlong,
 } from "../domain/group-options";
 import type { GroupStatus } from "../domain/group-status";
 import type { ChatMessage, JsonObject, TaskExample, ToolCall, ToolDefinition } from "../sdk";
@@ -24,6 +25,11 @@ export const groups = sqliteTable(
     id: text("id").primaryKey(),
     runId: text("run_id").notNull(),
     env: text("env").notNull(),
+    /**
+     * The environment's declared `version` when the group started (a built-in's class, a remote
+     * one's `/info`); null for groups from before versions were recorded.
+     */
+    envVersion: text("env_version"),
     exampleId: text("example_id").notNull(),
     example: text("example", { mode: "json" }).$type<TaskExample>().notNull(),
     /** The version the group started at: the one asked for, else the run's (run_policies). */
@@ -53,6 +59,11 @@ export const groups = sqliteTable(
      * `eval_results` view reads it).
      */
     kind: text("kind").$type<GroupKind>().notNull().default("train"),
+    /**
+     * The over-long policy: `keep`, `mask` or `filter` its episodes whose last action hit its
+     * token cap (`episodes.overlong`). Groups from before the policy are `keep`, as they ran.
+     */
+    overlong: text("overlong").$type<Overlong>().notNull().default("keep"),
     /**
      * Native tool calling: the tool definitions its episodes offered, by their hash
      * (`episodes.tools_hash`); null for a text-only environment.
@@ -101,6 +112,8 @@ export const groups = sqliteTable(
     index("groups_lease").on(t.leaseId),
     // A policy change finds the run's running groups; pacing counts its unleased ones.
     index("groups_run_status").on(t.runId, t.status, t.deliveryState),
+    // A run producer's pool sampler reads one example's latest groups in its run.
+    index("groups_run_example").on(t.runId, t.exampleId, t.finishedAt),
   ],
 );
 
@@ -112,6 +125,8 @@ export const episodes = sqliteTable(
     idx: integer("idx").notNull(),
     runId: text("run_id").notNull(),
     env: text("env").notNull(),
+    /** Its group's `env_version`: the rules it was played and scored by. */
+    envVersion: text("env_version"),
     exampleId: text("example_id").notNull(),
     policyVersion: integer("policy_version").notNull(),
     /** The episode's policy span: the lowest and highest version its turns were sampled at. */
@@ -129,6 +144,11 @@ export const episodes = sqliteTable(
     score: real("score"),
     threshold: real("threshold"),
     success: integer("success", { mode: "boolean" }),
+    /**
+     * Its last sampled action hit its token cap (finish reason `length`), whatever its group's
+     * `overlong` policy made of it. Episodes from before it was recorded say false.
+     */
+    overlong: integer("overlong", { mode: "boolean" }).notNull().default(false),
     advantage: real("advantage"),
     perTurnRewards: text("per_turn_rewards", { mode: "json" }).$type<number[]>(),
     perTurnAdvantages: text("per_turn_advantages", { mode: "json" }).$type<number[]>(),

@@ -30,3 +30,12 @@ export type Algorithm = z.infer<typeof AlgorithmSchema>;
  */
 export const GroupKindSchema = z.enum(["train", "eval"]);
 export type GroupKind = z.infer<typeof GroupKindSchema>;
+
+/**
+ * What becomes of an episode whose last sampled action hit its token cap (finish reason
+ * `length`): `keep` trains on it as on any other, `mask` lands it with advantage 0 and an
+ * all-zero sample mask, `filter` keeps it out of leases. Under both it takes no part in the
+ * group's baseline (domain/overlong.ts).
+ */
+export const OverlongSchema = z.enum(["keep", "mask", "filter"]);
+export type Overlong = z.infer<typeof OverlongSchema>;

@@ -41,6 +41,7 @@ export function normaliseAnswer(text: string): string {
 }
 
 export class ExactAnswer extends EnvironmentSingleTurn {
+  override readonly version = "1";
   override readonly exampleSchema = ExampleSchema;
 
   buildPromptMessages(example: TaskExample): ChatMessage[] {

@@ -60,6 +60,7 @@ function plural(n: number, word: string): string {
 }
 
 export class GuessNumber extends EnvironmentMultiTurn {
+  override readonly version: string = "1";
   override readonly exampleSchema: z.ZodType = z.object({ metadata: GuessMetadataSchema });
 
   secretOf(example: TaskExample): number {

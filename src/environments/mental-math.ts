@@ -43,6 +43,7 @@ export function parseAnswer(action: string): number | null {
 const question = ([a, b]: readonly [number, number]) => `What is ${a} + ${b}?`;
 
 export class MentalMath extends EnvironmentMultiTurn {
+  override readonly version = "1";
   override readonly exampleSchema = z.object({ metadata: MetadataSchema });
 
   private questions(example: TaskExample) {

@@ -46,6 +46,8 @@ function nativeCalls(action: ChatMessage): ActionCall[] {
 const store = storeOf(nativeCalls);
 
 export class ToolAgentNative extends ToolAgent {
+  override readonly version = "1";
+
   override tools(): ToolDefinition[] {
     return Object.entries(TOOLS).map(([name, schema]) => ({
       type: "function",

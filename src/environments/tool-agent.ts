@@ -241,6 +241,7 @@ function toolCall(name: keyof typeof TOOLS, args: Record<string, unknown>): stri
 }
 
 export class ToolAgent extends EnvironmentMultiTurn {
+  override readonly version: string = "1";
   override readonly exampleSchema = z.object({ metadata: MetadataSchema });
 
   maxEpisodeTurns(): number {

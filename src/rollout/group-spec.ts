@@ -6,6 +6,7 @@ import {
   CreditAssignmentSchema,
   GenerationSchema,
   GroupKindSchema,
+  OverlongSchema,
   TokensSchema,
 } from "../domain/group-options";
 import { TaskExampleSchema } from "../sdk";
@@ -71,6 +72,17 @@ const REQUEST_FIELDS = {
    * cancelled as stale, and served first within EVAL_SHARE of each host (docs/architecture.md).
    */
   kind: GroupKindSchema.default("train"),
+  /**
+   * The environment version the group must run (`version` in its class or `/info`): a 409 when
+   * the environment declares another. Omitted, the declared one is filled in as the group starts.
+   */
+  env_version: z.string().min(1).max(128).optional(),
+  /**
+   * What becomes of an episode whose last action hit `max_completion_tokens`: `keep` (as any
+   * other), `mask` (advantage 0, all-zero sample mask) or `filter` (never leased); under both
+   * it is left out of the group's baseline (docs/architecture.md, "Over-long episodes").
+   */
+  overlong: OverlongSchema.default("keep"),
 };
 
 export const StartGroupRequestSchema = z

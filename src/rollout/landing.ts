@@ -6,6 +6,7 @@
 import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { episodes, groups, messages } from "../db/schema";
+import { isOverlong, overlongTreatment } from "../domain/overlong";
 import { errorMessage, rewardSuccess } from "../sdk";
 import { episodeId } from "./group-spec";
 import { type LandedVersions, landedVersions } from "./landed-versions";
@@ -125,7 +126,17 @@ export function landingPayload(
   const { spec, creditApplied, warnings, hostFailures } = store.group.get();
   const { request } = spec;
   const rows = store.episodes.all();
+  const messagesByEpisode = store.transcripts.messagesByEpisode();
+  const overlong = rows.map((e) => isOverlong(messagesByEpisode.get(e.idx) ?? []));
   const scores = rows.flatMap((e) => (e.state !== "failed" && e.reward ? [e.reward.score] : []));
+  // The scores the group's baseline counted: an over-long episode it masks or filters is not one.
+  const counted = rows.flatMap((e, i) =>
+    e.state !== "failed" &&
+    e.reward &&
+    overlongTreatment(request.overlong, overlong[i] ?? false) === "count"
+      ? [e.reward.score]
+      : [],
+  );
   const status = scores.length > 0 ? "landed" : "failed";
   const failed = rows.filter((e) => e.state === "failed");
   const mean = scores.length > 0 ? scores.reduce((a, b) => a + b, 0) / scores.length : null;
@@ -141,7 +152,6 @@ export function landingPayload(
     );
   const reasons = [...byReason].map(([reason, n]) => `${reason} x${n}`);
   const finishedAt = iso(Math.max(...rows.map((e) => e.finishedAt ?? e.startedAt)));
-  const messagesByEpisode = store.transcripts.messagesByEpisode();
   // Every version that sampled some of each sampled turn (the group's own before its run had a
   // policy); an episode's sampled turns are 0 to turns - 1, and a send that sampled nothing is
   // in no span.
@@ -157,6 +167,7 @@ export function landingPayload(
     idx: e.idx,
     runId: request.run_id,
     env: request.env,
+    envVersion: request.env_version ?? null,
     exampleId: request.example.id,
     policyVersion: request.policy_version,
     policyVersionMin: spans[i]?.min ?? null,
@@ -168,6 +179,7 @@ export function landingPayload(
     score: e.state === "failed" ? null : (e.reward?.score ?? null),
     threshold: e.reward?.threshold ?? null,
     success: e.state === "failed" || !e.reward ? null : rewardSuccess(e.reward),
+    overlong: overlong[i] ?? false,
     advantage: e.advantage,
     perTurnRewards: e.perTurnRewards,
     perTurnAdvantages: e.perTurnAdvantages,
@@ -240,10 +252,11 @@ export function landingPayload(
     scoreMean: mean,
     scoreStd: std,
     episodesFailed: failed.length,
-    // Equal scores carry no group-relative signal; a group of one is uniform by definition. A
-    // distilled group's signal is per token (the teacher's logprobs), whatever its scores.
+    // Equal scores carry no group-relative signal; a group of one is uniform by definition, and
+    // so is one whose every scored episode was masked or filtered as over-long. A distilled
+    // group's signal is per token (the teacher's logprobs), whatever its scores.
     uniform:
-      request.algorithm !== "opd" && scores.length > 0 && scores.every((s) => s === scores[0]),
+      request.algorithm !== "opd" && scores.length > 0 && counted.every((s) => s === counted[0]),
     tokenObject: tokens?.object?.key ?? null,
     tokenObjectBytes: tokens?.object?.bytes.length ?? null,
     policyVersionMin: groupSpan.min,

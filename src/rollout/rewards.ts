@@ -1,8 +1,10 @@
 /**
  * Where rewards are computed: once every episode has ended, the score worker grades the group
  * (`scoreEpisodes`), then group-relative credit and advantages are assigned. Failed episodes
- * are not graded and carry no advantage.
+ * are not graded and carry no advantage; over-long ones a group masks or filters are graded but
+ * left out of the baseline (domain/overlong.ts).
  */
+import { isOverlong, overlongTreatment } from "../domain/overlong";
 import type { ScoreWorkerApi } from "../env-workers/score-worker";
 import {
   assembleEpisode,
@@ -80,15 +82,23 @@ export function failUngraded(store: GroupStorage, error: string): void {
   }
 }
 
+/** An over-long episode the group masks or filters: out of the baseline, with 0 or no advantage. */
+const EXCLUDED = { count: undefined, mask: { advantage: 0 }, filter: { advantage: null } } as const;
+
 /** Assigns group-relative credit from the recorded grades; the group moves on to landing. */
 export function assignCredit(store: GroupStorage, spec: GroupSpec): void {
   const episodes = store.episodes.all();
+  const transcripts = store.transcripts.messagesByEpisode();
   const credit = assignGroupCredit(
     episodes.map((e) => ({
       id: episodeId(spec.groupId, e.idx),
       score: e.state === "failed" ? null : (e.reward?.score ?? null),
       perTurnRewards: e.reward?.metadata.per_turn_rewards,
       sampledTurns: e.turns,
+      excluded:
+        EXCLUDED[
+          overlongTreatment(spec.request.overlong, isOverlong(transcripts.get(e.idx) ?? []))
+        ],
     })),
     { creditAssignment: spec.request.credit_assignment, advantage: spec.request.advantage },
   );

@@ -39,16 +39,19 @@ function normalise(value: number, members: readonly number[], mode: AdvantageMod
 
 /**
  * Episode advantages: `r - mean(r)` or `(r - mean) / (std + 1e-6)` over the scored members.
- * `null` scores (failed episodes) take no part and get no advantage; with fewer than two
- * scored members there is nothing to compare, so no one gets an advantage.
+ * `null` scores (failed episodes) take no part and get no advantage, nor do those `excluded`
+ * by index (over-long episodes a group masks or filters); with fewer than two scored members
+ * left there is nothing to compare, so no one gets an advantage.
  */
 export function groupAdvantages(
   scores: readonly (number | null)[],
   mode: AdvantageMode,
+  excluded: readonly boolean[] = [],
 ): (number | null)[] {
-  const members = scores.filter((s): s is number => s !== null);
+  const counted = scores.map((s, i) => (excluded[i] ? null : s));
+  const members = counted.filter((s): s is number => s !== null);
   if (members.length < 2) return scores.map(() => null);
-  return scores.map((s) => (s === null ? null : normalise(s, members, mode)));
+  return counted.map((s) => (s === null ? null : normalise(s, members, mode)));
 }
 
 /**
@@ -90,6 +93,11 @@ export interface CreditMember {
   perTurnRewards: unknown;
   /** How many sampled assistant turns the episode recorded. */
   sampledTurns: number;
+  /**
+   * Left out of the group's baseline (an over-long episode its group masks or filters), with
+   * the advantage it gets instead: 0 (and 0 at every turn), or none. Its score stays its own.
+   */
+  excluded?: { advantage: 0 | null };
 }
 
 export interface GroupCredit {
@@ -107,9 +115,15 @@ export function assignGroupCredit(
   members: readonly CreditMember[],
   options: { creditAssignment: CreditAssignment; advantage: AdvantageMode },
 ): GroupCredit {
-  const advantages = groupAdvantages(
+  const excluded = members.map((m) => m.excluded !== undefined);
+  const baseline = groupAdvantages(
     members.map((m) => m.score),
     options.advantage,
+    excluded,
+  );
+  // A scored member left out of the baseline gets what its exclusion says; a failed one, none.
+  const advantages = members.map((m, i) =>
+    m.excluded !== undefined && m.score !== null ? m.excluded.advantage : (baseline[i] ?? null),
   );
   const problems = members.map((m) =>
     m.score === null ? null : perTurnRewardsProblem(m.perTurnRewards, m.sampledTurns),
@@ -140,8 +154,18 @@ export function assignGroupCredit(
       warnings,
     };
   }
-  const scored = members.filter((m) => m.score !== null).length;
-  const perTurn = scored < 2 ? none : perTurnAdvantages(perTurnRewards, options.advantage);
+  const counted = members.filter((m, i) => m.score !== null && !excluded[i]).length;
+  const baselineTurns =
+    counted < 2
+      ? none
+      : perTurnAdvantages(
+          perTurnRewards.map((v, i) => (excluded[i] ? null : v)),
+          options.advantage,
+        );
+  // A member excluded with advantage 0 gets 0 at each of its turns too.
+  const perTurn = baselineTurns.map((v, i) =>
+    members[i]?.excluded?.advantage === 0 ? (perTurnRewards[i]?.map(() => 0) ?? null) : v,
+  );
   return {
     creditAssignment: "per_turn",
     advantages,

@@ -1,4 +1,8 @@
-/** Reads dataset JSONL text into task examples; runtime-neutral (the caller reads the file). */
+/**
+ * Reads dataset JSONL into task examples, line by line; runtime-neutral (the caller reads the
+ * file). `parseDatasetJsonl` reads a whole text (the CLI); `readDatasetLine` is the one rule a
+ * line is held to, for readers that see a file a line at a time (an upload streamed into R2).
+ */
 import { describeZodError } from "./errors";
 import { type TaskExample, TaskExampleSchema } from "./types";
 
@@ -10,38 +14,70 @@ export interface ParsedDataset {
   problems: string[];
 }
 
+/** Why one line is not an example; `id` when the row named one and that helps find it. */
+export interface LineProblem {
+  line: number;
+  id?: string;
+  message: string;
+}
+
+/** What one line of a dataset holds. */
+export type DatasetLine =
+  | { kind: "blank" }
+  | { kind: "example"; example: TaskExample }
+  | { kind: "problem"; problem: LineProblem };
+
+/** `datasets/x.jsonl:3 (id "x-3"): input: Invalid input: ...`, as editors and compilers say it. */
+export function describeLineProblem(source: string, problem: LineProblem): string {
+  const named = problem.id === undefined ? "" : ` (id "${problem.id}")`;
+  return `${source}:${problem.line}${named}: ${problem.message}`;
+}
+
 /**
- * One example per non-blank line. A row without an `id` gets `line-<n>`, which stays stable
- * as long as the file does, so reruns of the same file find the same groups.
+ * One line (`line` counts from 1). A row without an `id` gets `line-<n>`, which stays stable as
+ * long as the file does, so reruns of the same file find the same groups. `seen` holds the ids
+ * of the lines before, so a duplicate is named where it repeats.
  */
+export function readDatasetLine(text: string, line: number, seen: Set<string>): DatasetLine {
+  if (text.trim() === "") return { kind: "blank" };
+  let row: unknown;
+  try {
+    row = JSON.parse(text);
+  } catch (error) {
+    return {
+      kind: "problem",
+      problem: { line, message: `not valid JSON (${(error as Error).message})` },
+    };
+  }
+  if (typeof row === "object" && row !== null && !("id" in row)) {
+    row = { id: `line-${line}`, ...row };
+  }
+  const parsed = TaskExampleSchema.safeParse(row);
+  if (!parsed.success) {
+    const id = (row as { id?: unknown } | null)?.id;
+    const message = describeZodError(parsed.error);
+    return {
+      kind: "problem",
+      problem: typeof id === "string" ? { line, id, message } : { line, message },
+    };
+  }
+  if (seen.has(parsed.data.id))
+    return { kind: "problem", problem: { line, message: `duplicate id "${parsed.data.id}"` } };
+  seen.add(parsed.data.id);
+  return { kind: "example", example: parsed.data };
+}
+
+/** One example per non-blank line of `text`; every unusable line named in `problems`. */
 export function parseDatasetJsonl(text: string, source = "dataset"): ParsedDataset {
   const examples: TaskExample[] = [];
   const lines: number[] = [];
   const problems: string[] = [];
   const seen = new Set<string>();
   for (const [i, line] of text.split("\n").entries()) {
-    if (line.trim() === "") continue;
-    const where = `${source}:${i + 1}`;
-    let row: unknown;
-    try {
-      row = JSON.parse(line);
-    } catch (error) {
-      problems.push(`${where}: not valid JSON (${(error as Error).message})`);
-      continue;
-    }
-    if (typeof row === "object" && row !== null && !("id" in row)) {
-      row = { id: `line-${i + 1}`, ...row };
-    }
-    const parsed = TaskExampleSchema.safeParse(row);
-    if (!parsed.success) {
-      const id = (row as { id?: unknown } | null)?.id;
-      const named = typeof id === "string" ? ` (id "${id}")` : "";
-      problems.push(`${where}${named}: ${describeZodError(parsed.error)}`);
-    } else if (seen.has(parsed.data.id)) {
-      problems.push(`${where}: duplicate id "${parsed.data.id}"`);
-    } else {
-      seen.add(parsed.data.id);
-      examples.push(parsed.data);
+    const read = readDatasetLine(line, i + 1, seen);
+    if (read.kind === "problem") problems.push(describeLineProblem(source, read.problem));
+    else if (read.kind === "example") {
+      examples.push(read.example);
       lines.push(i + 1);
     }
   }

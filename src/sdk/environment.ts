@@ -22,6 +22,13 @@ export type EnvironmentKind = "multi-turn" | "single-turn";
 export abstract class EnvironmentMultiTurn {
   readonly kind: EnvironmentKind = "multi-turn";
 
+  /**
+   * The rules' version: every group and episode records it (`env_version`), and a group that
+   * pins one is refused when it differs, so a run never silently mixes two sets of rules. Bump
+   * it whenever a change could change what an episode sees or scores. Undeclared, it is "0".
+   */
+  readonly version: string = "0";
+
   /** How many `scoreEpisode` calls the default `scoreEpisodes` runs at once. */
   maxScoreConcurrency = 8;
 

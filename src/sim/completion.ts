@@ -1,8 +1,8 @@
 /**
  * One completion as the scripted model plays it, for whichever route asked: the player's action
- * (thought aloud first with `think`, padded with `pad`), continued after whatever the prompt
- * already wrote of the model's turn, stopped at a stop string and cut at the token budget, as
- * tokens with their logprobs.
+ * (thought aloud first with `think`, padded with `pad`, run on past its budget with `overlong`),
+ * continued after whatever the prompt already wrote of the model's turn, stopped at a stop
+ * string and cut at the token budget, as tokens with their logprobs.
  */
 import type { Choice } from "./answer";
 import { detokenize, IM_END, tokenize } from "./chat-template";
@@ -91,6 +91,9 @@ export function complete(ask: CompletionAsk, random: Random, directives: Directi
   let text = actionText(ask, random, directives);
   // A model continuing its own words says the rest; one put off its course starts afresh.
   if (ask.prefix && text.startsWith(ask.prefix)) text = text.slice(ask.prefix.length);
+  // Drawn after the play, so the other completions of a seeded request play as without it.
+  if (directives.overlong > 0 && random() < directives.overlong)
+    text = padded(text, ask.budget + 2);
   const hit = firstStop(text, ask.stop);
   const sampled = hit === null ? [...tokenize(text), IM_END] : tokenize(text.slice(0, hit.end));
   const tokens = completionTokens(sampled, ask.budget, ask.temperature, random);

@@ -32,6 +32,9 @@
  *   sglang           SGLang's placement: token ids on the choice, and a 400 for
  *                    `return_token_ids` with streaming
  *   pad:N            make each completion N tokens long (the action, then filler), for benches
+ *   overlong[:P]     run each completion on past its max tokens (the action, then filler, cut at
+ *                    the budget: finish reason `length`), or with probability P each, drawn after
+ *                    the play: a seeded group's episodes play as without it, and some run long
  *   babble           answer seeded random words instead of playing: every episode's
  *                    conversation is its own (a fleet's prefix caches are then measured, not
  *                    shared by identical episodes)
@@ -73,6 +76,8 @@ export interface Directives {
   sglang: boolean;
   record: boolean;
   padTokens?: number;
+  /** The chance that a completion runs on past its max tokens (0: never). */
+  overlong: number;
   babble: boolean;
   /** Prompt logprobs are a perfect player's (see teacher.ts). */
   teacher: boolean;
@@ -108,6 +113,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     teacher: false,
     foreignVocab: false,
     babble: false,
+    overlong: 0,
   };
   for (const spec of parts) {
     const [part = "", turn] = spec.split("@");
@@ -126,6 +132,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     else if (kind === "teacher") directives.teacher = true;
     else if (kind === "foreign-vocab") directives.foreignVocab = true;
     else if (kind === "pad") directives.padTokens = Number(a);
+    else if (kind === "overlong") directives.overlong = a === undefined ? 1 : Number(a);
     else if (kind === "babble") directives.babble = true;
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });

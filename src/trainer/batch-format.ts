@@ -1,13 +1,16 @@
 /**
- * A leased batch as a trainer receives it: whole groups, each episode with its reward,
- * advantages, status and transcript, the sampled assistant turns marked. Reads page through
- * D1 a slice of groups at a time, each query binding one JSON parameter, so a batch of any size
- * stays inside D1's parameter, statement and per-invocation limits.
+ * A leased batch as a trainer receives it: whole groups (less the over-long episodes a group
+ * filters), each episode with its reward, advantages, status and transcript, the sampled
+ * assistant turns marked. Reads page through D1 a slice of groups at a time, each query binding
+ * one JSON parameter, so a batch of any size stays inside D1's parameter, statement and
+ * per-invocation limits.
  */
 import { asc, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { EpisodeRecord, GroupRecord, MessageRecord } from "../db/queries";
 import { episodes, groups, messages } from "../db/schema";
+import type { Overlong } from "../domain/group-options";
+import { overlongTreatment } from "../domain/overlong";
 import { type ChatMessage, errorMessage, transcriptSftRow } from "../sdk";
 import type { TokenEncoding } from "../tokens/sample-encoding";
 import type { INCLUDE } from "./lease-request";
@@ -80,11 +83,19 @@ function sftRow(episode: EpisodeRecord, transcript: readonly TrainerMessage[]) {
   }
 }
 
+/** What an episode's token samples are built from: its group's token object and policy. */
+export interface EpisodeTokenSource {
+  group: GroupTokens | undefined;
+  encoding: TokenEncoding;
+  /** The group's over-long policy: under `mask`, an over-long episode's samples train nothing. */
+  overlong: Overlong;
+}
+
 export function episodeForTrainer(
   episode: EpisodeRecord,
   transcript: readonly TrainerMessage[],
   include: readonly Include[],
-  tokens: { group: GroupTokens | undefined; encoding: TokenEncoding } | null = null,
+  tokens: EpisodeTokenSource | null = null,
 ) {
   const perTurn = include.includes("per_turn");
   return {
@@ -96,6 +107,7 @@ export function episodeForTrainer(
     reward: episode.score,
     threshold: episode.threshold,
     success: episode.success,
+    overlong: episode.overlong,
     advantage: episode.advantage,
     ...(perTurn
       ? { per_turn_rewards: episode.perTurnRewards, per_turn_advantages: episode.perTurnAdvantages }
@@ -131,7 +143,14 @@ export function episodeForTrainer(
         }
       : {}),
     ...(include.includes("sft") ? sftRow(episode, transcript) : {}),
-    ...(tokens ? episodeTokens(episode, tokens.group, tokens.encoding) : {}),
+    ...(tokens
+      ? episodeTokens(
+          episode,
+          tokens.group,
+          tokens.encoding,
+          overlongTreatment(tokens.overlong, episode.overlong) === "mask",
+        )
+      : {}),
   };
 }
 
@@ -152,6 +171,7 @@ export function groupForTrainer(
     example: group.example,
     credit_assignment: group.creditApplied,
     advantage_mode: group.advantage,
+    overlong: group.overlong,
     uniform: group.uniform,
     deliveries: group.deliveries,
     score_mean: group.scoreMean,
@@ -159,14 +179,21 @@ export function groupForTrainer(
     warnings: group.warnings,
     // Native tool calling: the definitions the episodes offered, by `tools_hash`.
     ...(group.tools === null ? {} : { tools: group.tools }),
-    episodes: groupEpisodes.map((e) =>
-      episodeForTrainer(
-        e,
-        transcripts.get(e.id) ?? [],
-        include,
-        tokens && { group: tokens.turns.get(group.id), encoding: tokens.encoding },
+    // Over-long episodes the group filters stay in SQL and out of every batch.
+    episodes: groupEpisodes
+      .filter((e) => overlongTreatment(group.overlong, e.overlong) !== "filter")
+      .map((e) =>
+        episodeForTrainer(
+          e,
+          transcripts.get(e.id) ?? [],
+          include,
+          tokens && {
+            group: tokens.turns.get(group.id),
+            encoding: tokens.encoding,
+            overlong: group.overlong,
+          },
+        ),
       ),
-    ),
   };
 }
 

@@ -43,11 +43,15 @@ export async function readTokenObjects(
   return new Map(read);
 }
 
-/** An episode's token fields in the batch format. */
+/**
+ * An episode's token fields in the batch format. `masked`: an over-long episode its group
+ * masks, whose samples are served (the group keeps its shape) with a mask of zeros throughout.
+ */
 export function episodeTokens(
   episode: EpisodeRecord,
   group: GroupTokens | undefined,
   encoding: TokenEncoding,
+  masked = false,
 ) {
   let mode: ServedTokenMode = episode.tokenMode;
   let reason = episode.tokenModeReason;
@@ -69,9 +73,11 @@ export function episodeTokens(
       ? {}
       : { teacher_model: episode.teacherModel, reverse_kl: episode.reverseKl }),
     samples: trainable
-      ? episodeSamples(turns, advantageOf, episode.policyVersion).map((sample) =>
-          encodeSample(sample, encoding),
-        )
+      ? episodeSamples(turns, advantageOf, episode.policyVersion).map((sample) => {
+          // Its advantages are 0 already; the mask says so to a trainer that reads only it.
+          if (masked) sample.mask.fill(0);
+          return encodeSample(sample, encoding);
+        })
       : [],
   };
 }

@@ -18,10 +18,14 @@ export const ErrorCodeSchema = z.enum([
   "tokenizer_mismatch",
   "policy_version_regressed",
   "policy_too_stale",
+  "env_version_mismatch",
+  "producer_running",
   "tokenizer_check_unavailable",
   "build_failed",
   "idempotency_conflict",
   "batch_settled",
+  "invalid_dataset",
+  "dataset_conflict",
   "internal_error",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
@@ -30,7 +34,10 @@ export const ErrorBodySchema = z.object({
   error: z.object({
     code: ErrorCodeSchema,
     message: z.string(),
-    /** For `invalid_request` and `example_rejected`: each problem, by the path of the field it is in. */
+    /**
+     * For `invalid_request` and `example_rejected`: each problem, by the path of the field it is
+     * in; for `invalid_dataset`, by its line.
+     */
     details: z.unknown().optional(),
   }),
 });

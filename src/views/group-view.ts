@@ -49,6 +49,7 @@ interface GroupFacts {
     GroupRecord,
     | "id"
     | "env"
+    | "envVersion"
     | "runId"
     | "exampleId"
     | "groupSize"
@@ -59,6 +60,7 @@ interface GroupFacts {
     | "algorithm"
     | "teacherModel"
     | "kind"
+    | "overlong"
     | "createdAt"
   >;
   status: GroupStatus;
@@ -90,9 +92,11 @@ function groupView(g: GroupFacts) {
     group_id: request.id,
     status: g.status,
     env: request.env,
+    env_version: request.envVersion,
     run_id: request.runId,
     example_id: request.exampleId,
     kind: request.kind,
+    overlong: request.overlong,
     group_size: request.groupSize,
     policy_version: request.policyVersion,
     policy_version_min: g.span.min,
@@ -149,6 +153,7 @@ function liveGroupView(live: LiveGroupStatus) {
     request: {
       id: spec.groupId,
       env: request.env,
+      envVersion: request.env_version ?? null,
       runId: request.run_id,
       exampleId: request.example.id,
       groupSize: request.group_size,
@@ -159,6 +164,7 @@ function liveGroupView(live: LiveGroupStatus) {
       algorithm: request.algorithm,
       teacherModel: request.teacher?.model ?? null,
       kind: request.kind,
+      overlong: request.overlong,
       createdAt: spec.createdAt,
     },
     status: live.status,

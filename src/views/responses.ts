@@ -20,8 +20,9 @@ export function environmentsView(names: string[], remote: string[]) {
 }
 
 /** `GET /v1/environments/:name`: built in, or remote and served at `base_url`. */
-export function environmentView(name: string, baseUrl: string | null) {
-  return { name, remote: baseUrl !== null, base_url: baseUrl };
+/** `version`: what it declares now; null when a remote one did not answer `/info`. */
+export function environmentView(name: string, baseUrl: string | null, version: string | null) {
+  return { name, version, remote: baseUrl !== null, base_url: baseUrl };
 }
 
 /** One row `POST /v1/environments/:name/validate` refused, by its place in the request. */

@@ -17,6 +17,7 @@ describe("edgeroll eval", () => {
     const row = {
       run_id: "r",
       env: "e",
+      env_version: "1",
       policy_version: 2,
       examples: 4,
       episodes: 32,

@@ -22,6 +22,7 @@ const COPIED = [
   "test/setup/runtime-log-filter.ts",
   "test/setup/remote-env-host.ts",
   "test/setup/remote-env-token.ts",
+  "test/setup/remote-env-version.ts",
   "test/setup/remote-env-server.ts",
   "test/setup/python-env-server.ts",
   "package.json",

@@ -19,6 +19,18 @@ const NAMED_OTHERWISE: Record<string, string> = {
 };
 /** Flags of the job, not of a group: how many at once, how far ahead, where, as whom. */
 const JOB_FLAGS = ["--concurrency", "--max-ahead", "--limit", "--url", "--token"];
+/** Flags of a run produced on the Worker (`--server`): the producer's fields, not a group's. */
+const SERVER_FLAGS = [
+  "--server",
+  "--epochs",
+  "--shuffle-seed",
+  "--max-resamples",
+  "--sampler",
+  "--skip-solved-after",
+  "--skip-unsolved-after",
+  "--retry-after",
+  "--dataset-name",
+];
 
 /** The request's leaf fields: `sampling.top_p`, `teacher.model`, `env`; `example` is one. */
 function fields(object: z.ZodObject, prefix = ""): string[] {
@@ -57,7 +69,9 @@ describe("edgeroll run's flags and the API's group request fields", () => {
 
   it("has no flag that is neither a field nor the job's own", () => {
     const fieldFlags = new Set(requestFields.map(flagFor));
-    const extra = runFlags.filter((f) => !fieldFlags.has(f) && !JOB_FLAGS.includes(f));
+    const extra = runFlags.filter(
+      (f) => !fieldFlags.has(f) && !JOB_FLAGS.includes(f) && !SERVER_FLAGS.includes(f),
+    );
     expect(extra, "flags that set nothing the API takes").toEqual([]);
   });
 
@@ -83,7 +97,9 @@ describe("edgeroll run's flags and the API's group request fields", () => {
       generation: "tokens",
       algorithm: "opd",
       teacher: "sim+teacher",
+      overlong: "mask",
       kind: "eval",
+      envVersion: "2",
     };
     const request = groupRequest(flags);
     expect(request).toEqual({
@@ -96,6 +112,8 @@ describe("edgeroll run's flags and the API's group request fields", () => {
       generation: "tokens",
       algorithm: "opd",
       teacher: { model: "sim+teacher" },
+      env_version: "2",
+      overlong: "mask",
       max_context_tokens: 4096,
       sampling: {
         model: "sim",

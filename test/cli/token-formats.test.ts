@@ -52,6 +52,16 @@ describe("TRL rollout_func rows", () => {
     expect(trlRows(episode("e0", 1))[0]).not.toHaveProperty("teacher_logprobs");
     expect(trlRows(distilled("e0"))[0]).toMatchObject({ teacher_logprobs: [-0.1, -3, 0, -0.2] });
   });
+
+  it("split a masked over-long episode's samples (mask all 0) where its first token was sampled", () => {
+    const e = episode("e0", 1);
+    const masked = { ...e, samples: e.samples.map((s) => ({ ...s, mask: s.mask.map(() => 0) })) };
+    expect(trlRows(masked)[0]).toMatchObject({
+      prompt_ids: [1, 2],
+      completion_ids: [10, 11, 20, 30],
+      env_mask: [0, 0, 0, 0],
+    });
+  });
 });
 
 describe("Atropos ScoredDataGroups", () => {

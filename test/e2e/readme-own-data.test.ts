@@ -197,6 +197,21 @@ describe("the README's own-data commands, from a fresh copy after the demo, with
     expect(passAt(rows[1] as string)).toBeGreaterThanOrEqual(passAt(rows[0] as string));
   });
 
+  it("produce a run on the Worker: the dataset handed over, two epochs, uniform groups resampled", () => {
+    const out = resultOf(6)?.stdout ?? "";
+    expect(out).toMatch(/dataset exact-answer: 16 examples, sha256 [0-9a-f]{12}/);
+    expect(out).toMatch(/run exact-answer-server produces itself on .*: 16 examples x 2 epochs/);
+    // Each epoch's 16 examples done; every one a group, more where groups landed uniform.
+    const epochs = out.split("\n").filter((l) => /^│ [01] +│ 16 +│ \d+ +│ 16 +│$/.test(l));
+    expect(epochs, out).toHaveLength(2);
+    const summary =
+      /groups: (\d+) landed \((\d+) uniform\), 0 failed, 0 in flight; (\d+) resampled/.exec(out);
+    expect(summary, out).not.toBeNull();
+    const [landed, uniform, resampled] = (summary ?? []).slice(1).map(Number);
+    expect(landed).toBe(32 + (resampled as number));
+    expect(resampled).toBeLessThanOrEqual(uniform as number);
+  });
+
   it("print a dashboard link that opens the dashboard, with the run on it", async () => {
     const link = /dashboard +(http\S+\?token=\S+)/.exec(devOutput())?.[1];
     expect(link, devOutput()).toBeDefined();

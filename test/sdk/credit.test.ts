@@ -49,6 +49,17 @@ describe("group-relative episode advantages", () => {
     expect(groupAdvantages([1, null, 0], "mean")).toEqual([0.5, null, -0.5]);
   });
 
+  it("leaves excluded members out of the statistics and without an advantage", () => {
+    expect(groupAdvantages([1, 0, 0.5, 1, 0], "mean", [false, false, true])).toEqual([
+      0.5,
+      -0.5,
+      null,
+      0.5,
+      -0.5,
+    ]);
+    expect(groupAdvantages([1, 0], "mean", [true])).toEqual([null, null]);
+  });
+
   it("gives no advantage when there is nothing to compare (a group of one)", () => {
     expect(groupAdvantages([0.7], "mean")).toEqual([null]);
     expect(groupAdvantages([0.7, null], "mean")).toEqual([null, null]);
@@ -154,5 +165,53 @@ describe("assigning credit to a group", () => {
     expect(credit.creditAssignment).toBe("per_turn");
     expect(credit.advantages[2]).toBeNull();
     expect(credit.perTurnAdvantages[2]).toBeNull();
+  });
+
+  describe("with members excluded from the baseline (over-long episodes masked or filtered)", () => {
+    const excluded = (advantage: 0 | null): CreditMember => ({
+      ...member("e2", 0, [0.9, 0.9], 2),
+      excluded: { advantage },
+    });
+
+    it("gives the others the advantages they would have without them", () => {
+      for (const creditAssignment of ["per_episode", "per_turn"] as const) {
+        const alone = assignGroupCredit(valid, { creditAssignment, advantage: "mean_std" });
+        const credit = assignGroupCredit([...valid, excluded(0)], {
+          creditAssignment,
+          advantage: "mean_std",
+        });
+        expect(credit.advantages.slice(0, 2)).toEqual(alone.advantages);
+        expect(credit.perTurnAdvantages.slice(0, 2)).toEqual(alone.perTurnAdvantages);
+      }
+    });
+
+    it("masked: advantage 0, and 0 at every turn under per-turn credit", () => {
+      const credit = assignGroupCredit([...valid, excluded(0)], {
+        creditAssignment: "per_turn",
+        advantage: "mean",
+      });
+      expect(credit.advantages[2]).toBe(0);
+      expect(credit.perTurnAdvantages[2]).toEqual([0, 0]);
+      expect(credit.perTurnRewards[2]).toEqual([0.9, 0.9]);
+    });
+
+    it("filtered: no advantage at all", () => {
+      const credit = assignGroupCredit([...valid, excluded(null)], {
+        creditAssignment: "per_turn",
+        advantage: "mean",
+      });
+      expect(credit.advantages[2]).toBeNull();
+      expect(credit.perTurnAdvantages[2]).toBeNull();
+    });
+
+    it("leaves a failed member without an advantage, excluded or not", () => {
+      const failed = { ...excluded(0), score: null };
+      const credit = assignGroupCredit([...valid, failed], {
+        creditAssignment: "per_turn",
+        advantage: "mean",
+      });
+      expect(credit.advantages[2]).toBeNull();
+      expect(credit.perTurnAdvantages[2]).toBeNull();
+    });
   });
 });

@@ -27,7 +27,14 @@ const OTHER_MEANINGS: Record<string, Record<string, string>> = {
     "src/api/errors.ts": "the API's error code for a 500, rendered",
     "src/cli/build-gate.ts": "the API's error code, for a wrangler dev that did not answer",
   },
-  done: { "src/cli/env-templates-python.ts": "the remote protocol's step field, in Python" },
+  done: {
+    "src/cli/env-templates-python.ts": "the remote protocol's step field, in Python",
+    "src/producer/producer-storage.ts": "a run producer's state: every epoch covered",
+    "src/producer/run-producer.ts": "a run producer's state: every epoch covered",
+    "test/worker/producer.test.ts": "a run producer's state: every epoch covered",
+    "reliability/producer-crash.ts": "a run producer's state: every epoch covered",
+    "bench/signal-share.ts": "a run producer's state: every epoch covered",
+  },
   env_error: {
     "src/cli/env-serve.ts": "the remote protocol's error code for an environment that threw",
     "test/setup/remote-env-server.ts": "the remote protocol's error code, sent on purpose",
@@ -47,12 +54,13 @@ describe("the house rules", () => {
     expect(strays).toEqual([]);
   });
 
-  it("casts another object's or service's stub only in rollout/bindings.ts", () => {
+  // The producer's own stub is cast in src/producer/bindings.ts: rollout/bindings.ts is a layer
+  // below it and cannot name its interface.
+  it("casts another object's or service's stub only in rollout/bindings.ts (producer/bindings.ts for the producer)", () => {
+    const binders = new Set(["src/rollout/bindings.ts", "src/producer/bindings.ts"]);
     const casts = [...text]
       .filter(([file]) => !file.startsWith("test/") && !file.endsWith(".test.ts"))
-      .filter(
-        ([file, source]) => file !== "src/rollout/bindings.ts" && /as unknown as/.test(source),
-      )
+      .filter(([file, source]) => !binders.has(file) && /as unknown as/.test(source))
       .map(([file]) => file);
     expect(casts).toEqual([]);
   });

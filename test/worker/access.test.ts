@@ -31,6 +31,7 @@ describe("access by role", () => {
     ["/v1/batches/lease", post({ max_groups: 1 }), ["trainer"]],
     ["/v1/batches/b_x/ack", post({}), ["trainer"]],
     ["/v1/runs/access/policy", post({ version: 1 }), ["trainer"]],
+    ["/v1/datasets/access", post({}), ["trainer"]],
     // A producer follows the groups it starts; producer and trainer both follow their run (its
     // progress, pacing and policy).
     ["/v1/groups/g_00000000000000000000000", {}, ["reader", "producer"]],
@@ -40,6 +41,9 @@ describe("access by role", () => {
     // for producers.
     ["/v1/environments", {}, ["reader", "producer", "trainer"]],
     ["/v1/environments/guess-number", {}, ["producer"]],
+    // ...and the datasets: a trainer pushes them, a producer names them in runs.
+    ["/v1/datasets", {}, ["reader", "producer", "trainer"]],
+    ["/v1/datasets/access", {}, ["reader", "producer", "trainer"]],
     [
       "/v1/environments/guess-number/validate",
       post({ examples: [guessExample("access-v", 20)] }),

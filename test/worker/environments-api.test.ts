@@ -24,6 +24,7 @@ describe("GET /v1/environments/:name", () => {
   it("says a built-in is built in, and where a remote one is served", async () => {
     expect(await getJson<EnvironmentInfo>("/v1/environments/guess-number")).toEqual({
       name: "guess-number",
+      version: "1",
       remote: false,
       base_url: null,
     });

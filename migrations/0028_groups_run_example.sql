@@ -1,0 +1,1 @@
+CREATE INDEX `groups_run_example` ON `groups` (`run_id`,`example_id`,`finished_at`);

@@ -1,0 +1,60 @@
+/**
+ * What a producer starts, and under which idempotency key: pure functions, so a producer that
+ * restarts computes the same order and the same keys, and a retried start reaches the group the
+ * first attempt made rather than a second one.
+ */
+import { sha256Hex } from "../utils/digest";
+
+/** A small seeded generator (mulberry32): the same seed gives the same order on every restart. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * The dataset positions in the order epoch `epoch` visits them: the file's order without a
+ * seed, else a Fisher-Yates shuffle seeded by the seed and the epoch (each pass its own order).
+ */
+export function epochOrder(size: number, epoch: number, shuffleSeed?: number): number[] {
+  const order = Array.from({ length: size }, (_, i) => i);
+  if (shuffleSeed === undefined) return order;
+  const random = seeded(shuffleSeed * 1_000_003 + epoch);
+  for (let i = size - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j] as number, order[i] as number];
+  }
+  return order;
+}
+
+/** One group a producer starts: an example, in an epoch, at an attempt (0, then resamples). */
+export interface PlannedGroup {
+  epoch: number;
+  exampleId: string;
+  attempt: number;
+}
+
+/**
+ * The group's idempotency key: run, epoch, example and attempt name it, so there is one group per
+ * example, epoch and attempt, however often the producer restarts. Over 255 characters (a long
+ * example id), the id is shortened and a hash of the whole key keeps it unique.
+ */
+export async function producerKey(runId: string, planned: PlannedGroup): Promise<string> {
+  const key = `producer:${runId}:e${planned.epoch}:a${planned.attempt}:${planned.exampleId}`;
+  if (key.length <= 255) return key;
+  return `${key.slice(0, 190)}~${await sha256Hex(key)}`;
+}
+
+/**
+ * The seed of a resample: a new one per attempt, so the example is sampled again rather than
+ * replayed; without a seed in the request, sampling is random anyway and stays unseeded.
+ */
+export function attemptSeed(seed: number | undefined, attempt: number): number | undefined {
+  if (seed === undefined || attempt === 0) return seed;
+  return (seed + attempt * 7919) % 2 ** 31;
+}

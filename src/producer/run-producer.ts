@@ -1,0 +1,291 @@
+/**
+ * A run that produces itself: one object per run starts its groups from a dataset, as room frees
+ * (its own in-flight bound, the run's pacing and pause), covers the dataset `epochs` times and
+ * resamples an example whose group landed uniform (dynamic sampling). It is driven by its alarm
+ * alone, and every start is written down before it is sent under a key naming the run, epoch,
+ * example and attempt, so a restart or a SIGKILL anywhere resumes with no group lost or doubled.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { ApiError } from "../api/errors";
+import { startGroup } from "../api/groups";
+import { runPacing } from "../db/queries";
+import { readRunPolicy } from "../db/run-policies";
+import { knownPolicy } from "../policy/known-policy";
+import { pacing } from "../policy/pacing";
+import { type AskedGroupRequest, StartGroupRequestSchema } from "../rollout/group-spec";
+import { describeZodError, errorMessage, type TaskExample } from "../sdk";
+import { migrate } from "../utils/migrations";
+import { PRODUCER_MIGRATIONS } from "./migrations";
+import { recentSolveRates, skipReason } from "./pool-sampler";
+import { groupTemplate, type ProducerRequest } from "./producer-request";
+import { ProducerStorage, type StartRow } from "./producer-storage";
+import { producerView } from "./producer-view";
+import { attemptSeed, epochOrder, producerKey } from "./production-plan";
+
+/** How often a running producer looks at its groups and the room it has. */
+export const TICK_MS = 500;
+/** Starts sent at once within a tick: each checks its example and reaches a group object. */
+const START_CONCURRENCY = 4;
+
+export interface ProducerStart {
+  runId: string;
+  request: ProducerRequest;
+  envVersion: string;
+  examples: readonly TaskExample[];
+  datasetSha256: string;
+}
+
+export type ProducerStartOutcome = "started" | "already_running" | "conflict";
+
+export interface ProducerApi {
+  start(start: ProducerStart): Promise<ProducerStartOutcome>;
+  status(): Promise<ReturnType<typeof producerView> | null>;
+  stop(reason: string): Promise<ReturnType<typeof producerView> | null>;
+}
+
+export class RunProducer extends DurableObject<Env> implements ProducerApi {
+  private readonly store: ProducerStorage;
+  /** Each epoch's order, computed once per instance (it is a pure function of the request). */
+  private readonly orders = new Map<number, number[]>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage, PRODUCER_MIGRATIONS);
+    this.store = new ProducerStorage(ctx.storage.sql);
+  }
+
+  async start(start: ProducerStart): Promise<ProducerStartOutcome> {
+    const current = this.store.producer();
+    if (current?.state === "running")
+      return JSON.stringify(current.request) === JSON.stringify(start.request) &&
+        current.datasetSha256 === start.datasetSha256
+        ? "already_running"
+        : "conflict";
+    this.orders.clear();
+    this.store.begin(
+      {
+        runId: start.runId,
+        request: start.request,
+        envVersion: start.envVersion,
+        datasetSha256: start.datasetSha256,
+        createdAt: new Date().toISOString(),
+      },
+      start.examples,
+    );
+    await this.ctx.storage.setAlarm(Date.now());
+    return "started";
+  }
+
+  async status() {
+    const producer = this.store.producer();
+    return producer === null ? null : producerView(producer, this.store);
+  }
+
+  /** No new group starts; those in flight land as any group does. */
+  async stop(reason: string) {
+    this.store.finish("stopped", reason);
+    return this.status();
+  }
+
+  /**
+   * One tick. A fault (D1 or a group object not answering) is recorded and the next tick tries
+   * again: the alarm is re-armed whatever happened, since an alarm that throws is retried only a
+   * few times before the platform gives it up, and the run would stop with nobody told.
+   */
+  override async alarm(): Promise<void> {
+    const producer = this.store.producer();
+    if (producer?.state !== "running") return;
+    const request = producer.request as ProducerRequest;
+    try {
+      await this.followLandings(request);
+      await this.startWhatFits(producer.runId, request);
+      this.store.setLastError(null);
+    } catch (error) {
+      this.store.setLastError(errorMessage(error));
+    }
+    if (this.store.producer()?.state !== "running") return;
+    if (this.finished(request)) this.store.finish("done", null);
+    else await this.ctx.storage.setAlarm(Date.now() + TICK_MS);
+  }
+
+  /** Every epoch's every slot has been started and nothing waits, starts or runs. */
+  private finished(request: ProducerRequest): boolean {
+    const producer = this.store.producer();
+    if (producer === null || producer.epoch < request.epochs) return false;
+    return this.store.withStatus("pending", "starting", "running").length === 0;
+  }
+
+  /** Reads the outcome of this producer's groups in flight; a uniform one may be resampled. */
+  private async followLandings(request: ProducerRequest): Promise<void> {
+    const running = this.store.withStatus("running").filter((s) => s.groupId !== null);
+    if (running.length === 0) return;
+    const rows = await this.env.DB.prepare(
+      "SELECT id, status, uniform FROM groups WHERE id IN (SELECT value FROM json_each(?1)) AND status != 'running'",
+    )
+      .bind(JSON.stringify(running.map((s) => s.groupId)))
+      .all<{ id: string; status: "landed" | "failed"; uniform: number }>();
+    const byGroup = new Map(rows.results.map((r) => [r.id, r]));
+    const maxResamples = request.dynamic_sampling?.max_resamples ?? 0;
+    for (const start of running) {
+      const outcome = byGroup.get(start.groupId as string);
+      if (outcome === undefined) continue;
+      const uniform = outcome.status === "landed" && outcome.uniform === 1;
+      this.ctx.storage.transactionSync(() => {
+        this.store.landed(start.key, outcome.status, uniform);
+        if (uniform && start.attempt < maxResamples) this.planResample(start);
+      });
+    }
+  }
+
+  private planResample(start: StartRow): void {
+    const attempt = start.attempt + 1;
+    const exampleId = this.store.example(start.pos).id;
+    // The key is computed when the resample is sent; here it only has to be unique and stable.
+    this.store.plan(
+      `pending:${start.epoch}:${start.pos}:${attempt}:${exampleId}`,
+      { epoch: start.epoch, pos: start.pos, attempt },
+      "pending",
+    );
+  }
+
+  /** How many more groups may start now: this producer's bound, the run's pacing and pause. */
+  private async room(runId: string, request: ProducerRequest): Promise<number> {
+    const inFlight = this.store.withStatus("starting", "running").length;
+    let room = request.max_in_flight - inFlight;
+    if (room <= 0) return 0;
+    const policy = await readRunPolicy(this.env.DB, runId);
+    if (policy?.paused === true) return 0;
+    if (request.max_ahead !== undefined) {
+      const rows = await runPacing(this.env.DB, runId);
+      const ahead = pacing(rows, policy === null ? null : knownPolicy(policy)).ahead;
+      room = Math.min(room, request.max_ahead - ahead);
+    }
+    return Math.max(0, room);
+  }
+
+  /**
+   * The next starts, in order: a start written but never answered (a restart), then waiting
+   * resamples, then the epoch's next examples. Each is written down before it is sent.
+   */
+  private async next(runId: string, request: ProducerRequest, room: number): Promise<StartRow[]> {
+    const picked = this.store.withStatus("starting").slice(0, room);
+    for (const pending of this.store.withStatus("pending")) {
+      if (picked.length >= room) break;
+      picked.push(pending);
+    }
+    const size = this.store.exampleCount();
+    while (picked.length < room) {
+      const producer = this.store.producer();
+      if (producer === null || producer.epoch >= request.epochs) break;
+      const { epoch, slot } = producer;
+      const order = this.order(epoch, size, request.shuffle_seed);
+      const pos = order[slot] as number;
+      const key = `new:${epoch}:${pos}`;
+      const skip = await this.skipReason(runId, request, producer.envVersion, pos);
+      this.ctx.storage.transactionSync(() => {
+        this.store.plan(
+          key,
+          { epoch, pos, attempt: 0 },
+          skip === null ? "starting" : "skipped",
+          skip,
+        );
+        if (slot + 1 < size) this.store.advance(epoch, slot + 1);
+        else this.store.advance(epoch + 1, 0);
+      });
+      if (skip !== null) continue;
+      picked.push({
+        key,
+        epoch,
+        pos,
+        attempt: 0,
+        status: "starting",
+        groupId: null,
+        uniform: null,
+        detail: null,
+      });
+    }
+    return picked;
+  }
+
+  /** The pool sampler's verdict on the example's next epoch: why it is skipped, or null. */
+  private async skipReason(
+    runId: string,
+    request: ProducerRequest,
+    envVersion: string,
+    pos: number,
+  ): Promise<string | null> {
+    const options = request.pool;
+    if (request.sampler !== "pool" || options === undefined) return null;
+    const example = this.store.example(pos);
+    const history = await recentSolveRates(
+      this.env.DB,
+      { runId, env: request.env, envVersion, exampleId: example.id },
+      Math.max(options.skip_solved_after ?? 0, options.skip_unsolved_after ?? 0),
+    );
+    return skipReason(options, history, this.store.skippedInARow(pos));
+  }
+
+  private order(epoch: number, size: number, seed: number | undefined): number[] {
+    let order = this.orders.get(epoch);
+    if (order === undefined) {
+      order = epochOrder(size, epoch, seed);
+      this.orders.set(epoch, order);
+    }
+    return order;
+  }
+
+  private async startWhatFits(runId: string, request: ProducerRequest): Promise<void> {
+    const room = await this.room(runId, request);
+    if (room === 0) return;
+    const starts = await this.next(runId, request, room);
+    let at = 0;
+    const worker = async () => {
+      while (at < starts.length && this.store.producer()?.state === "running") {
+        const start = starts[at++] as StartRow;
+        await this.send(runId, request, start);
+      }
+    };
+    await Promise.all(Array.from({ length: START_CONCURRENCY }, worker));
+  }
+
+  /** Sends one start under its key; a refusal is recorded, never dropped. */
+  private async send(runId: string, request: ProducerRequest, start: StartRow): Promise<void> {
+    const example = this.store.example(start.pos);
+    const key = await producerKey(runId, {
+      epoch: start.epoch,
+      exampleId: example.id,
+      attempt: start.attempt,
+    });
+    const template = groupTemplate(request) as Omit<AskedGroupRequest, "example" | "run_id">;
+    const sampling = template.sampling;
+    const seed = attemptSeed(sampling?.seed, start.attempt);
+    // Parsed as the route parses a POST (defaults filled in); the POST that made this producer
+    // checked the same fields against its first example.
+    const asked = StartGroupRequestSchema.safeParse({
+      ...template,
+      example,
+      run_id: runId,
+      env_version: this.store.producer()?.envVersion,
+      sampling: { ...sampling, ...(seed === undefined ? {} : { seed }) },
+    });
+    if (!asked.success) {
+      this.store.mark(start.key, "rejected", { detail: describeZodError(asked.error) });
+      return;
+    }
+    try {
+      const started = await startGroup(this.env, asked.data, key);
+      this.store.mark(start.key, "running", { groupId: started.groupId });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      // A 503 (an environment or tokenizer check that could not answer) is retried next tick.
+      if (error.status === 503) return;
+      if (error.status === 422) {
+        this.store.mark(start.key, "rejected", { detail: error.message });
+        return;
+      }
+      // Anything else will refuse every example the same way: stop, and say why.
+      this.store.mark(start.key, "rejected", { detail: error.message });
+      this.store.finish("stopped", `${error.code}: ${errorMessage(error)}`);
+    }
+  }
+}
