@@ -39,6 +39,8 @@ const optionalInt = (flag: string, value: string | undefined, min: number, max: 
 
 /** The producer's request from the flags: its own fields and the groups'. */
 export function producerRequest(flags: ServerRunFlags, dataset: string): ProducerInput {
+  if (flags.limit !== undefined)
+    throw new CliError("--limit does not go with --server: the producer covers the whole dataset");
   if (flags.sampler !== "uniform" && flags.sampler !== "pool")
     throw new CliError(`--sampler must be uniform or pool, got "${flags.sampler}"`);
   const pool = {

@@ -12,6 +12,7 @@ export const PRODUCER_MIGRATIONS: readonly Migration[] = [
         request TEXT NOT NULL,
         env_version TEXT NOT NULL,
         dataset_sha256 TEXT NOT NULL,
+        plan_digest TEXT NOT NULL,
         state TEXT NOT NULL,
         reason TEXT,
         last_error TEXT,

@@ -39,7 +39,8 @@ export function skipReason(
 }
 
 /**
- * The example's landed groups in this run at this environment version, newest first, as many as
+ * The example's landed training groups in this run at this environment version (an evaluation
+ * measures, it does not teach), newest first, as many as
  * the longest rule reads. Episodes without a success (failed, or an environment with no
  * threshold) do not count; a group with none counted is left out.
  */
@@ -52,7 +53,7 @@ export async function recentSolveRates(
     .prepare(
       `SELECT AVG(e.success) AS rate FROM groups g JOIN episodes e ON e.group_id = g.id
        WHERE g.run_id = ?1 AND g.env = ?2 AND g.env_version = ?3 AND g.example_id = ?4
-         AND g.status = 'landed' AND e.success IS NOT NULL
+         AND g.kind = 'train' AND g.status = 'landed' AND e.success IS NOT NULL
        GROUP BY g.id ORDER BY g.finished_at DESC LIMIT ?5`,
     )
     .bind(where.runId, where.env, where.envVersion, where.exampleId, limit)

@@ -33,6 +33,8 @@ export interface ProducerRow {
   request: unknown;
   envVersion: string;
   datasetSha256: string;
+  /** In every group key: the request's group fields and the dataset (production-plan.ts). */
+  planDigest: string;
   state: ProducerState;
   reason: string | null;
   /** The last tick's fault, until a tick goes through. */
@@ -79,6 +81,7 @@ export class ProducerStorage {
       request: JSON.parse(String(r.request)),
       envVersion: String(r.env_version),
       datasetSha256: String(r.dataset_sha256),
+      planDigest: String(r.plan_digest),
       state: String(r.state) as ProducerState,
       reason: r.reason === null ? null : String(r.reason),
       lastError: r.last_error === null ? null : String(r.last_error),
@@ -101,12 +104,13 @@ export class ProducerStorage {
     this.sql.exec("DELETE FROM examples");
     this.sql.exec("DELETE FROM starts");
     this.sql.exec(
-      `INSERT INTO producer (id, run_id, request, env_version, dataset_sha256, state, epoch, slot, created_at)
-       VALUES (1, ?, ?, ?, ?, 'running', 0, 0, ?)`,
+      `INSERT INTO producer (id, run_id, request, env_version, dataset_sha256, plan_digest, state, epoch, slot, created_at)
+       VALUES (1, ?, ?, ?, ?, ?, 'running', 0, 0, ?)`,
       row.runId,
       JSON.stringify(row.request),
       row.envVersion,
       row.datasetSha256,
+      row.planDigest,
       row.createdAt,
     );
     for (const [pos, example] of examples.entries())

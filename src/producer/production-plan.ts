@@ -3,6 +3,7 @@
  * restarts computes the same order and the same keys, and a retried start reaches the group the
  * first attempt made rather than a second one.
  */
+import { requestHash } from "../rollout/group-ids";
 import { sha256Hex } from "../utils/digest";
 
 /** A small seeded generator (mulberry32): the same seed gives the same order on every restart. */
@@ -40,21 +41,43 @@ export interface PlannedGroup {
 }
 
 /**
- * The group's idempotency key: run, epoch, example and attempt name it, so there is one group per
- * example, epoch and attempt, however often the producer restarts. Over 255 characters (a long
- * example id), the id is shortened and a hash of the whole key keeps it unique.
+ * What the producer's groups are asked, as a short digest: its group fields and the dataset's
+ * sha256. It is in every key, so a producer started again with the same request and dataset
+ * reaches the groups the last one made (a rerun resumes), and one with another request makes
+ * groups of its own instead of colliding with theirs (a 409 on every start).
  */
-export async function producerKey(runId: string, planned: PlannedGroup): Promise<string> {
-  const key = `producer:${runId}:e${planned.epoch}:a${planned.attempt}:${planned.exampleId}`;
+export async function planDigest(
+  template: Record<string, unknown>,
+  datasetSha256: string,
+): Promise<string> {
+  return (await requestHash({ template, datasetSha256 })).slice(0, 12);
+}
+
+/**
+ * The group's idempotency key: the plan, run, epoch, example and attempt name it, so there is one
+ * group per example, epoch and attempt, however often the producer restarts. Over 255
+ * characters (a long example id), the id is shortened and a hash of the whole key keeps it unique.
+ */
+export async function producerKey(
+  runId: string,
+  digest: string,
+  planned: PlannedGroup,
+): Promise<string> {
+  const key = `producer:${runId}:${digest}:e${planned.epoch}:a${planned.attempt}:${planned.exampleId}`;
   if (key.length <= 255) return key;
   return `${key.slice(0, 190)}~${await sha256Hex(key)}`;
 }
 
 /**
- * The seed of a resample: a new one per attempt, so the example is sampled again rather than
- * replayed; without a seed in the request, sampling is random anyway and stays unseeded.
+ * The seed of an epoch's attempt: a new one per epoch and per attempt, so an example is sampled
+ * afresh each pass and each resample rather than replayed; without a seed in the request,
+ * sampling is random anyway and stays unseeded.
  */
-export function attemptSeed(seed: number | undefined, attempt: number): number | undefined {
-  if (seed === undefined || attempt === 0) return seed;
-  return (seed + attempt * 7919) % 2 ** 31;
+export function attemptSeed(
+  seed: number | undefined,
+  epoch: number,
+  attempt: number,
+): number | undefined {
+  if (seed === undefined) return undefined;
+  return (seed + epoch * 1_000_003 + attempt * 7919) % 2 ** 31;
 }

@@ -20,12 +20,19 @@ import { recentSolveRates, skipReason } from "./pool-sampler";
 import { groupTemplate, type ProducerRequest } from "./producer-request";
 import { ProducerStorage, type StartRow } from "./producer-storage";
 import { producerView } from "./producer-view";
-import { attemptSeed, epochOrder, producerKey } from "./production-plan";
+import { attemptSeed, epochOrder, planDigest, producerKey } from "./production-plan";
 
 /** How often a running producer looks at its groups and the room it has. */
 export const TICK_MS = 500;
 /** Starts sent at once within a tick: each checks its example and reaches a group object. */
 const START_CONCURRENCY = 4;
+
+/** One tick's producer: its request, and which producer it is (`created_at`). */
+interface Tick {
+  runId: string;
+  request: ProducerRequest;
+  id: string;
+}
 
 export interface ProducerStart {
   runId: string;
@@ -46,7 +53,7 @@ export interface ProducerApi {
 export class RunProducer extends DurableObject<Env> implements ProducerApi {
   private readonly store: ProducerStorage;
   /** Each epoch's order, computed once per instance (it is a pure function of the request). */
-  private readonly orders = new Map<number, number[]>();
+  private readonly orders = new Map<string, number[]>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -68,7 +75,9 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
         request: start.request,
         envVersion: start.envVersion,
         datasetSha256: start.datasetSha256,
-        createdAt: new Date().toISOString(),
+        planDigest: await planDigest(groupTemplate(start.request), start.datasetSha256),
+        // Names this producer: a tick that awaited across a stop and a new start sees it changed.
+        createdAt: `${new Date().toISOString()}~${crypto.randomUUID().slice(0, 8)}`,
       },
       start.examples,
     );
@@ -96,16 +105,26 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     const producer = this.store.producer();
     if (producer?.state !== "running") return;
     const request = producer.request as ProducerRequest;
+    const tick: Tick = { runId: producer.runId, request, id: producer.createdAt };
     try {
-      await this.followLandings(request);
-      await this.startWhatFits(producer.runId, request);
-      this.store.setLastError(null);
+      await this.followLandings(tick);
+      await this.startWhatFits(tick);
+      if (this.current(tick)) this.store.setLastError(null);
     } catch (error) {
-      this.store.setLastError(errorMessage(error));
+      if (this.current(tick)) this.store.setLastError(errorMessage(error));
     }
-    if (this.store.producer()?.state !== "running") return;
+    if (!this.current(tick)) return;
     if (this.finished(request)) this.store.finish("done", null);
     else await this.ctx.storage.setAlarm(Date.now() + TICK_MS);
+  }
+
+  /**
+   * Whether the producer this tick began for still runs. A tick awaits D1 and group objects, and
+   * meanwhile a DELETE and a new POST may have replaced it: what it read is then another's.
+   */
+  private current(tick: Tick): boolean {
+    const producer = this.store.producer();
+    return producer?.state === "running" && producer.createdAt === tick.id;
   }
 
   /** Every epoch's every slot has been started and nothing waits, starts or runs. */
@@ -116,7 +135,8 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
   }
 
   /** Reads the outcome of this producer's groups in flight; a uniform one may be resampled. */
-  private async followLandings(request: ProducerRequest): Promise<void> {
+  private async followLandings(tick: Tick): Promise<void> {
+    const { request } = tick;
     const running = this.store.withStatus("running").filter((s) => s.groupId !== null);
     if (running.length === 0) return;
     const rows = await this.env.DB.prepare(
@@ -124,6 +144,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     )
       .bind(JSON.stringify(running.map((s) => s.groupId)))
       .all<{ id: string; status: "landed" | "failed"; uniform: number }>();
+    if (!this.current(tick)) return;
     const byGroup = new Map(rows.results.map((r) => [r.id, r]));
     const maxResamples = request.dynamic_sampling?.max_resamples ?? 0;
     for (const start of running) {
@@ -148,7 +169,10 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     );
   }
 
-  /** How many more groups may start now: this producer's bound, the run's pacing and pause. */
+  /**
+   * How many new groups may start now: this producer's bound (less what is in flight, starts
+   * being sent again included), the run's pacing and pause.
+   */
   private async room(runId: string, request: ProducerRequest): Promise<number> {
     const inFlight = this.store.withStatus("starting", "running").length;
     let room = request.max_in_flight - inFlight;
@@ -164,11 +188,12 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
   }
 
   /**
-   * The next starts, in order: a start written but never answered (a restart), then waiting
-   * resamples, then the epoch's next examples. Each is written down before it is sent.
+   * The next new starts, in order: waiting resamples, then the epoch's next examples. Each is
+   * written down before it is sent.
    */
-  private async next(runId: string, request: ProducerRequest, room: number): Promise<StartRow[]> {
-    const picked = this.store.withStatus("starting").slice(0, room);
+  private async next(tick: Tick, room: number): Promise<StartRow[]> {
+    const { runId, request } = tick;
+    const picked: StartRow[] = [];
     for (const pending of this.store.withStatus("pending")) {
       if (picked.length >= room) break;
       picked.push(pending);
@@ -178,10 +203,11 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
       const producer = this.store.producer();
       if (producer === null || producer.epoch >= request.epochs) break;
       const { epoch, slot } = producer;
-      const order = this.order(epoch, size, request.shuffle_seed);
+      const order = this.order(tick.id, epoch, size, request.shuffle_seed);
       const pos = order[slot] as number;
       const key = `new:${epoch}:${pos}`;
       const skip = await this.skipReason(runId, request, producer.envVersion, pos);
+      if (!this.current(tick)) break;
       this.ctx.storage.transactionSync(() => {
         this.store.plan(
           key,
@@ -225,47 +251,59 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     return skipReason(options, history, this.store.skippedInARow(pos));
   }
 
-  private order(epoch: number, size: number, seed: number | undefined): number[] {
-    let order = this.orders.get(epoch);
+  private order(producer: string, epoch: number, size: number, seed: number | undefined) {
+    const key = `${producer} ${epoch}`;
+    let order = this.orders.get(key);
     if (order === undefined) {
       order = epochOrder(size, epoch, seed);
-      this.orders.set(epoch, order);
+      this.orders.set(key, order);
     }
     return order;
   }
 
-  private async startWhatFits(runId: string, request: ProducerRequest): Promise<void> {
-    const room = await this.room(runId, request);
-    if (room === 0) return;
-    const starts = await this.next(runId, request, room);
+  /**
+   * Sends again every start written but never answered (a restart or SIGKILL between the two:
+   * already counted in flight, so sent whatever the room), then what room allows.
+   */
+  private async startWhatFits(tick: Tick): Promise<void> {
+    const unanswered = this.store.withStatus("starting");
+    const room = await this.room(tick.runId, tick.request);
+    if (!this.current(tick)) return;
+    const starts = [...unanswered, ...(room > 0 ? await this.next(tick, room) : [])];
     let at = 0;
     const worker = async () => {
-      while (at < starts.length && this.store.producer()?.state === "running") {
+      while (at < starts.length && this.current(tick)) {
         const start = starts[at++] as StartRow;
-        await this.send(runId, request, start);
+        await this.send(tick, start);
       }
     };
-    await Promise.all(Array.from({ length: START_CONCURRENCY }, worker));
+    // Every worker runs to its end before the tick does; the first fault is the tick's.
+    const ended = await Promise.allSettled(Array.from({ length: START_CONCURRENCY }, worker));
+    const fault = ended.find((e) => e.status === "rejected");
+    if (fault !== undefined) throw fault.reason;
   }
 
   /** Sends one start under its key; a refusal is recorded, never dropped. */
-  private async send(runId: string, request: ProducerRequest, start: StartRow): Promise<void> {
+  private async send(tick: Tick, start: StartRow): Promise<void> {
+    const { runId, request } = tick;
+    const producer = this.store.producer();
+    if (producer === null) return;
     const example = this.store.example(start.pos);
-    const key = await producerKey(runId, {
+    const key = await producerKey(runId, producer.planDigest, {
       epoch: start.epoch,
       exampleId: example.id,
       attempt: start.attempt,
     });
     const template = groupTemplate(request) as Omit<AskedGroupRequest, "example" | "run_id">;
     const sampling = template.sampling;
-    const seed = attemptSeed(sampling?.seed, start.attempt);
+    const seed = attemptSeed(sampling?.seed, start.epoch, start.attempt);
     // Parsed as the route parses a POST (defaults filled in); the POST that made this producer
     // checked the same fields against its first example.
     const asked = StartGroupRequestSchema.safeParse({
       ...template,
       example,
       run_id: runId,
-      env_version: this.store.producer()?.envVersion,
+      env_version: producer.envVersion,
       sampling: { ...sampling, ...(seed === undefined ? {} : { seed }) },
     });
     if (!asked.success) {
@@ -274,9 +312,10 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     }
     try {
       const started = await startGroup(this.env, asked.data, key);
-      this.store.mark(start.key, "running", { groupId: started.groupId });
+      if (this.current(tick)) this.store.mark(start.key, "running", { groupId: started.groupId });
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
+      if (!this.current(tick)) return;
       // A 503 (an environment or tokenizer check that could not answer) is retried next tick.
       if (error.status === 503) return;
       if (error.status === 422) {

@@ -141,11 +141,12 @@ describe("a run's producer", () => {
     expect(view).toMatchObject({ state: "done", groups_started: 10, resampled: 4 });
     expect(view.epochs.map((e) => e.examples_with_signal)).toEqual([2, 2]);
     expect(view.groups_uniform).toBe(6);
-    // The uniform groups stay in SQL, each a group of its own with its own seed.
+    // The uniform groups stay in SQL, each a group of its own with its own seed (per epoch and
+    // attempt: 2 epochs x 3 attempts).
     const seeds = await d1<{ seed: number }>(
       "SELECT DISTINCT json_extract(sampling, '$.seed') AS seed FROM groups WHERE run_id = 'prod-dynamic' AND example_id = 'always-uniform'",
     );
-    expect(seeds).toHaveLength(3);
+    expect(seeds).toHaveLength(6);
     // Each example's history, as a curriculum reads it (the example_stats view).
     const stats = await d1(
       `SELECT example_id, env_version, attempts, episodes, mean_reward, solve_rate, reward_variance,
@@ -241,7 +242,8 @@ describe("a run's producer", () => {
     const run = "prod-kill";
     await upload(run, questions("pk", 3));
     await setPolicy(run, { version: 0, paused: true });
-    const body = { env: "exact-answer", dataset: run, group_size: 2, sampling };
+    // One in flight at most: the planted start fills it, and must be sent again all the same.
+    const body = { env: "exact-answer", dataset: run, group_size: 2, max_in_flight: 1, sampling };
     expect((await postProducer(run, body)).status).toBe(202);
     const stub = env.PRODUCER.get(env.PRODUCER.idFromName(run));
     await runInDurableObject(stub, (_producer, state) => {
@@ -250,7 +252,10 @@ describe("a run's producer", () => {
       );
       state.storage.sql.exec("UPDATE producer SET slot = 1");
     });
-    const key = await producerKey(run, { epoch: 0, exampleId: "pk-0", attempt: 0 });
+    const digest = await runInDurableObject(stub, (_producer, state) =>
+      String(state.storage.sql.exec("SELECT plan_digest FROM producer").one().plan_digest),
+    );
+    const key = await producerKey(run, digest, { epoch: 0, exampleId: "pk-0", attempt: 0 });
     const sent = await postGroup(
       {
         env: "exact-answer",
