@@ -13,7 +13,8 @@ import { remoteInfo } from "./remote/remote-environment";
  */
 export const REMOTE_VERSION_TTL_MS = 10_000;
 
-const remoteVersions = new Map<string, { version: string; until: number }>();
+/** By environment and URL: the answer in flight or last given, so a burst of starts asks once. */
+const remoteVersions = new Map<string, { version: Promise<string>; until: number }>();
 
 /** The named environment's declared version; a remote one's `/info` may throw RemoteEnvError. */
 export async function environmentVersion(
@@ -25,7 +26,11 @@ export async function environmentVersion(
   const key = `${name} ${target.baseUrl}`;
   const known = remoteVersions.get(key);
   if (known !== undefined && known.until > Date.now()) return known.version;
-  const info = await remoteInfo(target, remote.limits.stepTimeoutMs);
-  remoteVersions.set(key, { version: info.version, until: Date.now() + REMOTE_VERSION_TTL_MS });
-  return info.version;
+  const version = remoteInfo(target, remote.limits.stepTimeoutMs).then((info) => info.version);
+  remoteVersions.set(key, { version, until: Date.now() + REMOTE_VERSION_TTL_MS });
+  // A failed call is not kept: the next start asks again.
+  version.catch(() => {
+    if (remoteVersions.get(key)?.version === version) remoteVersions.delete(key);
+  });
+  return version;
 }
