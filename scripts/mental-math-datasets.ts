@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { seededRandom } from "../src/utils/random";
 
 export const SPLIT_SEED = 27;
 export const TRAIN_SIZE = 192;
@@ -19,18 +20,6 @@ export interface MentalMathExample {
   id: string;
   input: string;
   metadata: { questions: Question[] };
-}
-
-/** mulberry32: a small seeded generator, so the draw is the same on every machine. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 /**
@@ -48,7 +37,7 @@ function drawDrill(random: () => number): Question[] {
 
 /** The pool of distinct drills, shuffled, cut into the training and held-out splits. */
 export function mentalMathSplits(): { train: MentalMathExample[]; heldout: MentalMathExample[] } {
-  const random = seeded(SPLIT_SEED);
+  const random = seededRandom(SPLIT_SEED);
   const pool = new Map<string, Question[]>();
   while (pool.size < TRAIN_SIZE + HELDOUT_SIZE) {
     const drill = drawDrill(random);

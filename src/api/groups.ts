@@ -81,22 +81,37 @@ async function withEnvVersion(
   request: StartGroupRequest,
   remote: RemoteEnvironments,
 ): Promise<StartGroupRequest> {
-  const declared = await environmentVersion(request.env, remote).catch((error: unknown) => {
+  const declared = await declaredEnvVersion(request.env, request.env_version, remote, "group");
+  return { ...request, env_version: declared };
+}
+
+/**
+ * The version the environment declares, which a pin must match: a 409 `env_version_mismatch`
+ * naming both (`pinnedBy` says whose pin) when it does not, a 503 when a remote environment does
+ * not answer `/info`. A group's start and a run producer's both ask it.
+ */
+export async function declaredEnvVersion(
+  env: string,
+  pinned: string | undefined,
+  remote: RemoteEnvironments,
+  pinnedBy: "group" | "producer",
+): Promise<string> {
+  const declared = await environmentVersion(env, remote).catch((error: unknown) => {
     if (error instanceof RemoteEnvError)
       throw new ApiError(
         503,
         "environment_unavailable",
-        `environment "${request.env}": /info: ${error.message}`,
+        `environment "${env}": /info: ${error.message}`,
       );
     throw error;
   });
-  if (request.env_version !== undefined && request.env_version !== declared)
+  if (pinned !== undefined && pinned !== declared)
     throw new ApiError(
       409,
       "env_version_mismatch",
-      `env_version: the group pins "${request.env_version}" but environment "${request.env}" is at version "${declared}"`,
+      `env_version: the ${pinnedBy} pins "${pinned}" but environment "${env}" is at version "${declared}"`,
     );
-  return { ...request, env_version: declared };
+  return declared;
 }
 
 /** A tokenizer check that did not pass, as the API refuses the group: a 400, or a 503 to retry. */

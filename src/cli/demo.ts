@@ -11,7 +11,7 @@ import Table from "cli-table3";
 import { EdgerollClient } from "../client/edgeroll-client";
 import type { TaskExample } from "../sdk";
 import { parseDatasetJsonl } from "../sdk";
-import { seededRandom } from "../sim/random";
+import { seededRandom } from "../utils/random";
 import { type LocalStack, startLocalStack } from "./local-stack";
 import { DEFAULT_STATE_DIR } from "./local-tokens";
 import { ensureCanStart } from "./preflight";

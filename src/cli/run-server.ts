@@ -14,7 +14,7 @@ import { apiClient } from "./api-client";
 import { checkDataset } from "./dataset-check";
 import { COMPACT } from "./progress";
 import { CliError } from "./project";
-import { defaultRunId, groupRequest, type RunFlags } from "./run";
+import { defaultRunId, groupRequest, int, type RunFlags } from "./run";
 
 export interface ServerRunFlags extends RunFlags {
   epochs: string;
@@ -25,13 +25,6 @@ export interface ServerRunFlags extends RunFlags {
   skipUnsolvedAfter?: string;
   retryAfter?: string;
   datasetName?: string;
-}
-
-function int(flag: string, value: string, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new CliError(`--${flag} must be an integer from ${min} to ${max}, got "${value}"`);
-  return n;
 }
 
 const optionalInt = (flag: string, value: string | undefined, min: number, max: number) =>

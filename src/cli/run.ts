@@ -47,7 +47,8 @@ export interface RunFlags {
   limit?: string;
 }
 
-function int(flag: string, value: string, min: number, max: number): number {
+/** A flag that must be an integer in [min, max]; a CliError naming the flag otherwise. */
+export function int(flag: string, value: string, min: number, max: number): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < min || n > max)
     throw new CliError(`--${flag} must be an integer from ${min} to ${max}, got "${value}"`);

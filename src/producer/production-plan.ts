@@ -5,18 +5,7 @@
  */
 import { requestHash } from "../rollout/group-ids";
 import { sha256Hex } from "../utils/digest";
-
-/** A small seeded generator (mulberry32): the same seed gives the same order on every restart. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from "../utils/random";
 
 /**
  * The dataset positions in the order epoch `epoch` visits them: the file's order without a
@@ -25,7 +14,7 @@ function seeded(seed: number): () => number {
 export function epochOrder(size: number, epoch: number, shuffleSeed?: number): number[] {
   const order = Array.from({ length: size }, (_, i) => i);
   if (shuffleSeed === undefined) return order;
-  const random = seeded(shuffleSeed * 1_000_003 + epoch);
+  const random = seededRandom(shuffleSeed * 1_000_003 + epoch);
   for (let i = size - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [order[i], order[j]] = [order[j] as number, order[i] as number];

@@ -1,31 +1,25 @@
 /**
  * `POST`, `GET` and `DELETE /v1/runs/:run_id/producer`: a run that produces itself from a
- * dataset in DATASETS. The POST checks everything a group start would, against the dataset's
- * first example, before the producer exists: a bad field is a 400 naming it, an unknown dataset
- * a 404, an environment at another version than the one pinned a 409.
+ * dataset in DATASETS. Before the producer exists, the POST validates the group fields as POST
+ * /v1/groups does, against the dataset's first example (a 400 naming the field), and the
+ * environment's name and version (a 400, or a 409 when it declares another than the pin); an
+ * unknown dataset is a 404. The environment's own refusal of an example comes at its start.
  */
 import { Hono } from "hono";
 import { ApiError, invalidRequest } from "../api/errors";
 import { checkEnvironmentName } from "../api/example-check";
+import { declaredEnvVersion } from "../api/groups";
 import { validated } from "../api/validated";
 import { readDataset } from "../datasets/dataset-store";
 import { environmentsOf } from "../env-workers/environments";
-import { RemoteEnvError } from "../environments/remote/client";
-import { environmentVersion } from "../environments/versions";
-import { StartGroupRequestSchema } from "../rollout/group-spec";
+import { RUN_ID_PATTERN, RUN_ID_RULE, StartGroupRequestSchema } from "../rollout/group-spec";
 import { parseDatasetJsonl } from "../sdk";
 import { runProducer } from "./bindings";
 import { groupTemplate, ProducerRequestSchema } from "./producer-request";
 
-const RUN_ID = /^[A-Za-z0-9][\w.:-]{0,127}$/;
-
 function runIdOf(id: string): string {
-  if (!RUN_ID.test(id))
-    throw new ApiError(
-      400,
-      "invalid_request",
-      "run_id: letters, digits and . _ : - only, at most 128",
-    );
+  if (!RUN_ID_PATTERN.test(id))
+    throw new ApiError(400, "invalid_request", `run_id: ${RUN_ID_RULE}`);
   return id;
 }
 
@@ -43,28 +37,6 @@ async function readPushed(env: Env, name: string) {
   return { examples: parsed.examples, sha256: dataset.view.sha256 };
 }
 
-/** The version the run's groups will pin: the one asked for, which must be the declared one. */
-async function pinnedEnvVersion(env: Env, name: string, asked: unknown): Promise<string> {
-  const remote = environmentsOf(env);
-  checkEnvironmentName(name, remote);
-  const declared = await environmentVersion(name, remote).catch((error: unknown) => {
-    if (error instanceof RemoteEnvError)
-      throw new ApiError(
-        503,
-        "environment_unavailable",
-        `environment "${name}": /info: ${error.message}`,
-      );
-    throw error;
-  });
-  if (typeof asked === "string" && asked !== declared)
-    throw new ApiError(
-      409,
-      "env_version_mismatch",
-      `env_version: the producer pins "${asked}" but environment "${name}" is at version "${declared}"`,
-    );
-  return declared;
-}
-
 export const producerRoutes = new Hono<{ Bindings: Env }>()
   .post("/runs/:id/producer", validated("json", ProducerRequestSchema), async (c) => {
     const runId = runIdOf(c.req.param("id"));
@@ -77,7 +49,15 @@ export const producerRoutes = new Hono<{ Bindings: Env }>()
       run_id: runId,
     });
     if (!asGroup.success) throw invalidRequest(asGroup.error);
-    const envVersion = await pinnedEnvVersion(c.env, request.env, request.env_version);
+    // The version the run's groups will pin: the one asked for, which must be the declared one.
+    const remote = environmentsOf(c.env);
+    checkEnvironmentName(request.env, remote);
+    const envVersion = await declaredEnvVersion(
+      request.env,
+      asGroup.data.env_version,
+      remote,
+      "producer",
+    );
     const outcome = await runProducer(c.env, runId).start({
       runId,
       request,

@@ -28,6 +28,10 @@ export const SamplingSchema = z.strictObject({
 });
 export type Sampling = z.infer<typeof SamplingSchema>;
 
+/** A run id: what `run_id` takes, and what a run's routes accept in their path. */
+export const RUN_ID_PATTERN = /^[A-Za-z0-9][\w.:-]{0,127}$/;
+export const RUN_ID_RULE = "letters, digits and . _ : - only, at most 128";
+
 /** The request's fields, shared by what a caller sends and what a running group keeps. */
 const REQUEST_FIELDS = {
   env: z.string().min(1).max(128),
@@ -35,10 +39,7 @@ const REQUEST_FIELDS = {
   /** A group of 1 is for evaluation or data collection: it carries no advantage. */
   group_size: z.number().int().min(1).max(256),
   prompt_text: z.string().max(200_000).default(""),
-  run_id: z
-    .string()
-    .regex(/^[A-Za-z0-9][\w.:-]{0,127}$/, "letters, digits and . _ : - only, at most 128")
-    .default("default"),
+  run_id: z.string().regex(RUN_ID_PATTERN, RUN_ID_RULE).default("default"),
   /** The policy that samples the group; by default the run's (POST /v1/runs/:id/policy), else 0. */
   policy_version: z
     .number()

@@ -5,11 +5,11 @@
  * latency model's wait. Chat and `/v1/completions` differ only in the bodies they send.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Random } from "../utils/random";
 import type { Directives, Fault } from "./directives";
 import { chooseFault } from "./faults";
 import { type Host, prefillWait } from "./host";
 import { sendError, sleep } from "./http";
-import type { Random } from "./random";
 
 export interface AdmissionRequest {
   /** The model as asked for, directives and all: stats count by it. */

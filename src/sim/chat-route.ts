@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
+import { hashString, type Random, seededRandom } from "../utils/random";
 import { admit } from "./admission";
 import { type Answer, answerBody, type Choice, streamAnswer } from "./answer";
 import { complete, choices as playChoices } from "./completion";
@@ -13,7 +14,6 @@ import { unknownModel } from "./directives";
 import { parseToolCalls } from "./hermes";
 import { type Host, modelOf, templateFor } from "./host";
 import { sendBadRequest, sendError, sendJson, sessionOf, sleep } from "./http";
-import { hashString, type Random, seededRandom } from "./random";
 import { promptIds } from "./token-answer";
 import { vocabularyFor } from "./vocabulary";
 import { templateMessages, WireMessageSchema, WireToolSchema } from "./wire-message";

@@ -4,11 +4,12 @@
  * continued after whatever the prompt already wrote of the model's turn, stopped at a stop
  * string and cut at the token budget, as tokens with their logprobs.
  */
+
+import { hashString, type Random, seededRandom } from "../utils/random";
 import type { Choice } from "./answer";
 import { detokenize, IM_END, tokenize } from "./chat-template";
 import type { Directives } from "./directives";
 import { playTurn, type SimMessage } from "./policies";
-import { hashString, type Random, seededRandom } from "./random";
 import { completionTokens } from "./token-answer";
 
 /** What the player is asked: the conversation, how hot to play, and how it may call tools. */

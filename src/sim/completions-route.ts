@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
+import { hashString, seededRandom } from "../utils/random";
 import { admit } from "./admission";
 import { detokenize, tokenize } from "./chat-template";
 import { parseChatML } from "./chatml-parser";
@@ -15,7 +16,6 @@ import { unknownModel } from "./directives";
 import { type Host, modelOf } from "./host";
 import { sendBadRequest, sendError, sendJson, sessionOf, sleep } from "./http";
 import { promptLogprobs } from "./prompt-logprobs";
-import { hashString, seededRandom } from "./random";
 import { firstUnknown, outOfVocabulary, vocabularyFor } from "./vocabulary";
 
 /**

@@ -2,8 +2,9 @@
  * Which fault, if any, one request meets: the model name's directives first (a counted fault,
  * one on every try, chaos), then the simulator's global rates.
  */
+
+import type { Random } from "../utils/random";
 import type { Directives, Fault } from "./directives";
-import type { Random } from "./random";
 
 export interface FaultRates {
   /** Share of requests answered with one of `errorStatuses`. */

@@ -4,7 +4,7 @@
  * each generation finished (for the pipeline's overhead between turns), and with `record` the
  * tokens it sent.
  */
-import { hashString } from "./random";
+import { hashString } from "../utils/random";
 
 /** Requests counted by outcome, in all and by the model asked for (directives and all). */
 export interface Tally {

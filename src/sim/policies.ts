@@ -3,9 +3,10 @@
  * the time, with mistakes that grow with the temperature, so rewards vary inside a group.
  * Temperature 0 plays perfectly. They read only the conversation, as a real model would.
  */
+
+import type { Random } from "../utils/random";
 import type { TemplateMessage } from "./chat-template";
 import { hermesCall, toolResponses } from "./hermes";
-import type { Random } from "./random";
 
 /** A message as the player reads it: what the chat template reads, native calls and all. */
 export type SimMessage = TemplateMessage;

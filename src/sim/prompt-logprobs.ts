@@ -7,9 +7,10 @@
  * The plain model's values are arbitrary but honest about what they are: finite, and the same
  * for the same ids, drawn from each token and the one before it. `teacher` scores as teacher.ts.
  */
+
+import { hashString } from "../utils/random";
 import { detokenize } from "./chat-template";
 import type { Directives } from "./directives";
-import { hashString } from "./random";
 import { type TokenScore, teacherScores } from "./teacher";
 import type { Vocabulary } from "./vocabulary";
 

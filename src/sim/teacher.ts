@@ -7,11 +7,12 @@
  * fixed middling value. So a student that plays well is scored near its own logprobs, and one
  * that plays badly is scored low from its first mistake on.
  */
+
+import { seededRandom } from "../utils/random";
 import { detokenize, IM_END, IM_START, tokenize } from "./chat-template";
 import { parseChatML } from "./chatml-parser";
 import { actionText } from "./completion";
 import type { Directives } from "./directives";
-import { seededRandom } from "./random";
 
 export interface TokenScore {
   logprob: number;

@@ -8,6 +8,8 @@
  * from 0 the hotter it samples — each token's probability is drawn from the request's seeded
  * randomness, so a seeded request always reports the same values.
  */
+
+import type { Random } from "../utils/random";
 import {
   type PromptEnding,
   renderPrompt,
@@ -16,7 +18,6 @@ import {
   tokenize,
 } from "./chat-template";
 import type { ToolSpec } from "./hermes";
-import type { Random } from "./random";
 
 export function promptIds(
   messages: readonly TemplateMessage[],

@@ -7,11 +7,11 @@
  */
 import type { ServerResponse } from "node:http";
 import { z } from "zod";
+import { hashString } from "../utils/random";
 import { detokenize, type PromptEnding, tokenize } from "./chat-template";
 import { type Directives, parseModel, unknownModel } from "./directives";
 import { type Host, maxModelLen, templateFor } from "./host";
 import { errorType, sendBadRequest, sendError, sendJson } from "./http";
-import { hashString } from "./random";
 import { promptIds } from "./token-answer";
 import { firstUnknown, outOfVocabulary, vocabularyFor } from "./vocabulary";
 import { templateMessages, WireMessageSchema, WireToolSchema } from "./wire-message";

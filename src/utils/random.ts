@@ -1,4 +1,4 @@
-/** A small seeded PRNG (mulberry32), so a seeded request always plays the same way. */
+/** A small seeded PRNG (mulberry32) and a string hash: the same seed draws the same on every machine and restart. */
 export type Random = () => number;
 
 export function seededRandom(seed: number): Random {
