@@ -114,6 +114,15 @@ export function groupTokenObjects(db: D1Database, groupIds: readonly string[]) {
     .all();
 }
 
+/** Where the groups given are in D1 (a group not yet registered has no row): a producer's follow-up. */
+export function groupOutcomes(db: D1Database, groupIds: readonly string[]) {
+  return drizzle(db)
+    .select({ id: groups.id, status: groups.status, uniform: groups.uniform })
+    .from(groups)
+    .where(sql`${groups.id} IN (SELECT value FROM json_each(${JSON.stringify(groupIds)}))`)
+    .all();
+}
+
 /** How far a run has come, by group status, from one indexed query. */
 export async function runProgress(db: D1Database, runId: string) {
   const rows = await drizzle(db)
