@@ -178,7 +178,7 @@ const WORKERD_TESTS = [
 ] as const;
 
 export function renderReport(): void {
-  const suites = ["host", "env", "remote", "trainer", "input"]
+  const suites = ["host", "env", "remote", "trainer", "input", "judge"]
     .map((name) =>
       read<{ date: string; short: boolean; seconds: number; rows: Row[] }>(`faults-${name}`),
     )
@@ -211,7 +211,7 @@ export function renderReport(): void {
     "## Faults and bad input",
     "",
     faults
-      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} ${ranOn(faults.date, faults.commits)} in ${faults.seconds.toFixed(0)} s (generation deadlines of 10 s and a 2 s step timeout, so that deadline faults finish quickly).`
+      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} ${ranOn(faults.date, faults.commits)} in ${faults.seconds.toFixed(0)} s (generation deadlines of 10 s, a 2 s step timeout, and judge calls of 2 s within a 10 s score call, so that deadline faults finish quickly).`
       : "Not run yet: `npm run reliability`.",
     "",
     faults ? table(faults.rows) : "",

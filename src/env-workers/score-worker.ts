@@ -1,6 +1,12 @@
-/** The stateless score worker: grades a finished group with the environment's `scoreEpisodes`. */
+/**
+ * The stateless score worker: grades a finished group with the environment's `scoreEpisodes`,
+ * handing each episode's hooks a judge (src/judges/) whose calls come back with its grade.
+ */
 import { WorkerEntrypoint } from "cloudflare:workers";
+import pLimit, { type LimitFunction } from "p-limit";
+import { configFrom, judgeEndpoint } from "../config";
 import { loadEnvironment } from "../environments/registry";
+import { HostJudge, type JudgementRecord } from "../judges/host-judge";
 import {
   type EnvironmentEpisode,
   errorMessage,
@@ -14,22 +20,55 @@ export interface ScoreRequest {
   env: string;
   example: TaskExample;
   episodes: EnvironmentEpisode[];
+  /** How long the caller waits (ms): judges stop calling before it gives up on the answer. */
+  timeoutMs: number;
 }
+
+/** One episode's grade (or why none), and every judge call made for it. */
+export type ScoredEpisode = ScoreOutcome & { judgements: JudgementRecord[] };
 
 /** What the group object calls. (Workers' RPC types cannot express our `unknown` JSON fields.) */
 export interface ScoreWorkerApi {
-  score(request: ScoreRequest): Promise<ScoreOutcome[]>;
+  score(request: ScoreRequest): Promise<ScoredEpisode[]>;
 }
+
+/** Judge calls in flight in this isolate, across every group it scores (JUDGE_MAX_INFLIGHT). */
+let judgeLimit: LimitFunction | null = null;
+
+/** Time kept back for the answer to travel home before the caller's deadline. */
+const ANSWER_MARGIN_MS = 250;
 
 export class ScoreWorker extends WorkerEntrypoint<Env> implements ScoreWorkerApi {
   /** One outcome per episode: a validated reward, or why that episode could not be graded. */
-  async score(request: ScoreRequest): Promise<ScoreOutcome[]> {
+  async score(request: ScoreRequest): Promise<ScoredEpisode[]> {
+    const judges = this.judges(request);
     try {
       const env = loadEnvironment(request.env, environmentsOf(this.env));
-      return await scoreGroup(env, request.example, request.episodes);
+      const contexts = judges.map((judge) => ({ judge }));
+      const outcomes = await scoreGroup(env, request.example, request.episodes, contexts);
+      return outcomes.map((outcome, i) => ({ ...outcome, judgements: judges[i]?.records ?? [] }));
     } catch (error) {
       const failure = `scoring failed: ${errorMessage(error)}`;
-      return request.episodes.map(() => ({ ok: false, error: failure }));
+      return request.episodes.map((_, i) => ({
+        ok: false,
+        error: failure,
+        by: "scorer",
+        judgements: judges[i]?.records ?? [],
+      }));
     }
+  }
+
+  private judges(request: ScoreRequest): HostJudge[] {
+    const config = configFrom(this.env);
+    judgeLimit ??= pLimit(config.JUDGE_MAX_INFLIGHT);
+    const settings = {
+      ...judgeEndpoint(config),
+      model: config.JUDGE_MODEL,
+      timeoutMs: config.JUDGE_TIMEOUT_S * 1000,
+      maxAttempts: config.JUDGE_MAX_ATTEMPTS,
+      limit: judgeLimit,
+    };
+    const deadlineAt = Date.now() + Math.max(0, request.timeoutMs - ANSWER_MARGIN_MS);
+    return request.episodes.map(() => new HostJudge(settings, deadlineAt));
   }
 }
