@@ -59,7 +59,7 @@ export async function judgeFaults(
       const check = integrity(landed, episodes);
       // Each scored episode's correctness must be the value of a verdict the judge gave.
       const verdicts = runSql(
-        `SELECT e.id, e.score, e.end_reason,
+        `SELECT e.id, e.score, e.end_reason, e.failure_detail,
            (SELECT COUNT(*) FROM judgements j WHERE j.episode_id = e.id AND j.value IS NOT NULL) AS graded,
            (SELECT COUNT(*) FROM judgements j WHERE j.episode_id = e.id) AS calls,
            (SELECT value FROM reward_components c WHERE c.episode_id = e.id AND c.name = 'correctness') AS correctness,
@@ -79,10 +79,12 @@ export async function judgeFaults(
       const zeros = verdicts.filter((r) => r.score === 0).length;
       const calls = verdicts.reduce((sum, r) => sum + Number(r.calls), 0);
       const problems = unfounded.length + misreported.length;
+      const first = [...misreported, ...unfounded][0];
+      const example = first ? ` (first: ${first.end_reason}: ${String(first.failure_detail).slice(0, 160)})` : "";
       return {
         fault: `judge: ${c.label}`,
         tried: `${groups} judged-answer groups, ${check.expected} episodes, ${calls} judge calls (${c.model})`,
-        outcome: `${outcomeOf(landed, episodes)}; ${ungraded.length} never graded, ${zeros} scored 0 by a verdict; ${problems} scored without a verdict or misreported`,
+        outcome: `${outcomeOf(landed, episodes)}; ${ungraded.length} never graded, ${zeros} scored 0 by a verdict; ${problems} scored without a verdict or misreported${example}`,
         expected: c.neverGrades
           ? "every episode judge_error with no score; none scored"
           : "an episode scored only by a verdict the judge gave; one whose 3 calls all failed judge_error",

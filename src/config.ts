@@ -68,7 +68,8 @@ const ConfigSchema = z.object({
    * The judge a score hook asks (src/judges/): an OpenAI-compatible host (default: the first
    * inference host, with its key), its model (a component may name another), each call's
    * deadline, the calls per grade (retrying timeouts, 5xx and unparsable answers), and the
-   * judge calls in flight per score worker isolate, so judging never crowds out generation.
+   * judge calls in flight across the deployment (src/judges/judge-gate.ts), so judging never
+   * crowds out generation.
    */
   JUDGE_BASE_URL: z.url().optional(),
   JUDGE_MODEL: z.string().min(1).optional(),

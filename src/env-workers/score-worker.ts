@@ -3,10 +3,9 @@
  * handing each episode's hooks a judge (src/judges/) whose calls come back with its grade.
  */
 import { WorkerEntrypoint } from "cloudflare:workers";
-import pLimit, { type LimitFunction } from "p-limit";
 import { configFrom, judgeEndpoint } from "../config";
 import { loadEnvironment } from "../environments/registry";
-import { HostJudge, type JudgementRecord } from "../judges/host-judge";
+import { HostJudge, type JudgeSlots, type JudgementRecord } from "../judges/host-judge";
 import {
   type EnvironmentEpisode,
   errorMessage,
@@ -31,9 +30,6 @@ export type ScoredEpisode = ScoreOutcome & { judgements: JudgementRecord[] };
 export interface ScoreWorkerApi {
   score(request: ScoreRequest): Promise<ScoredEpisode[]>;
 }
-
-/** Judge calls in flight in this isolate, across every group it scores (JUDGE_MAX_INFLIGHT). */
-let judgeLimit: LimitFunction | null = null;
 
 /** Time kept back for the answer to travel home before the caller's deadline. */
 const ANSWER_MARGIN_MS = 250;
@@ -60,15 +56,31 @@ export class ScoreWorker extends WorkerEntrypoint<Env> implements ScoreWorkerApi
 
   private judges(request: ScoreRequest): HostJudge[] {
     const config = configFrom(this.env);
-    judgeLimit ??= pLimit(config.JUDGE_MAX_INFLIGHT);
+    const timeoutMs = config.JUDGE_TIMEOUT_S * 1000;
     const settings = {
       ...judgeEndpoint(config),
       model: config.JUDGE_MODEL,
-      timeoutMs: config.JUDGE_TIMEOUT_S * 1000,
+      timeoutMs,
       maxAttempts: config.JUDGE_MAX_ATTEMPTS,
-      limit: judgeLimit,
+      slots: this.slots(timeoutMs),
     };
     const deadlineAt = Date.now() + Math.max(0, request.timeoutMs - ANSWER_MARGIN_MS);
     return request.episodes.map(() => new HostJudge(settings, deadlineAt));
+  }
+
+  /** A slot of the deployment's judge gate for each call, leased a little past its deadline. */
+  private slots(callMs: number): JudgeSlots {
+    const gate = this.env.JUDGE_GATE.get(this.env.JUDGE_GATE.idFromName("judges"));
+    return {
+      async hold(deadlineAt, call) {
+        const ticket = crypto.randomUUID();
+        if (!(await gate.acquire(ticket, callMs + 5000, deadlineAt - Date.now()))) return null;
+        try {
+          return await call();
+        } finally {
+          await gate.release(ticket);
+        }
+      },
+    };
   }
 }

@@ -3,10 +3,10 @@
  * host under JUDGE_TIMEOUT_S, retried with backoff on timeouts, 429s, 5xx, unreachable hosts and
  * unparsable answers, up to JUDGE_MAX_ATTEMPTS calls, all inside the score call's own deadline (a
  * judge that outlasted it would turn its failure into a `score_error` the group retries). A 4xx
- * is not retried: the same request would be refused again. Every call is recorded, failed ones
- * included; a grade that never came throws JudgeError and the episode ends `judge_error`.
+ * is not retried: the same request would be refused again. Each call holds one of the judge's
+ * slots (JUDGE_MAX_INFLIGHT across the deployment, judge-gate.ts). Every call is recorded, failed
+ * ones included; a grade that never came throws JudgeError and the episode ends `judge_error`.
  */
-import type { LimitFunction } from "p-limit";
 import {
   type ChatMessage,
   type Judge,
@@ -39,8 +39,13 @@ export interface JudgeSettings {
   model: string | undefined;
   timeoutMs: number;
   maxAttempts: number;
-  /** Shared by every judge of the isolate: the calls in flight at most. */
-  limit: LimitFunction;
+  slots: JudgeSlots;
+}
+
+/** The judge's in-flight limit, as a judge sees it. */
+export interface JudgeSlots {
+  /** Runs `call` holding a slot; null when none freed before `deadlineAt` (and `call` never ran). */
+  hold<T>(deadlineAt: number, call: () => Promise<T>): Promise<T | null>;
 }
 
 /** A call's outcome: a verdict, or an error that says whether another call may do better. */
@@ -83,9 +88,14 @@ export class HostJudge implements Judge {
       const started = Date.now();
       calls++;
       // Measured again once a slot frees: time waiting behind other judge calls is time gone.
-      const result = await this.settings.limit(() =>
+      const result = (await this.settings.slots.hold(this.deadlineAt, () =>
         this.call(model, prompt, Math.min(this.settings.timeoutMs, this.deadlineAt - Date.now())),
-      );
+      )) ?? {
+        ok: false as const,
+        response: "",
+        error: `no judge slot freed within SCORE_TIMEOUT_S (JUDGE_MAX_INFLIGHT busy)`,
+        retryable: false,
+      };
       this.records.push({
         component: request.component,
         model,
