@@ -7,7 +7,8 @@ const LAYERS = [
   ["utils"], // small helpers that know nothing of edgeroll
   // the environment SDK; token-exact episodes, as arrays and bytes; the enums rows and wire share
   ["sdk", "tokens", "domain"],
-  ["environments", "inference", "db", "config.ts", "sim", "datasets"], // datasets: pushed JSONL in R2
+  // datasets: pushed JSONL in R2; judges: the judge model a score hook asks
+  ["environments", "inference", "judges", "db", "config.ts", "sim", "datasets"],
   ["policy"], // the run's policy: its wire shapes, the lag rule, pacing, the push to groups
   ["env-workers", "trainer", "distill"], // the teacher of on-policy distillation
   ["rollout"], // the group object, its storage, turns, rewards, landing

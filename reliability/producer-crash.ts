@@ -3,7 +3,8 @@
  * SIGKILLed (the whole workerd process tree) several times mid-run at random points and
  * restarted on the same state directory each time. The producer must finish `done` with exactly
  * one group per example and epoch: none lost to a kill between writing a start down and sending
- * it, none doubled by sending it again. Writes reliability/results/producer-crash.json.
+ * it, none doubled by sending it again. Writes reliability/results/producer-crash.json and
+ * docs/reliability.md.
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -16,6 +17,7 @@ import { runSql } from "../src/cli/sql";
 import { EdgerollClient, type ProducerView } from "../src/client/edgeroll-client";
 import { startSimulator } from "../src/sim/server";
 import { flag, writeResult } from "./harness";
+import { renderReport } from "./report";
 
 const short = flag("short");
 const EXAMPLES = short ? 24 : 64;
@@ -100,6 +102,11 @@ try {
       `${perExample.length} examples had groups; not ${EPOCHS} each: ${wrong.map((r) => `${r.example_id} x${r.n}`).join(", ")}`,
     );
   if (failed > 0) problems.push(`${failed} groups did not land`);
+  // Per example and epoch: a group missing is lost, a second one is a duplicate.
+  const had = new Map(perExample.map((r) => [String(r.example_id), Number(r.n)]));
+  const ids = Array.from({ length: EXAMPLES }, (_, i) => `q-${i}`);
+  const lost = ids.reduce((sum, id) => sum + Math.max(0, EPOCHS - (had.get(id) ?? 0)), 0);
+  const duplicated = ids.reduce((sum, id) => sum + Math.max(0, (had.get(id) ?? 0) - EPOCHS), 0);
   const midRun = kills.filter((k) => k.inFlight > 0).length;
   if (midRun === 0) problems.push("no kill found the producer with groups in flight");
   const result = {
@@ -112,11 +119,14 @@ try {
     seconds: (Date.now() - started) / 1000,
     groups,
     failed,
+    lost,
+    duplicated,
     state: view.state,
     ok: problems.length === 0,
     problems,
   };
   writeResult("producer-crash", result);
+  renderReport();
   console.log(JSON.stringify(result, null, 2));
   for (const problem of problems) console.error(`producer-crash: ${problem}`);
   process.exitCode = result.ok ? 0 : 1;

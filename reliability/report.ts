@@ -30,6 +30,44 @@ function current<T extends { problems?: unknown }>(result: T | null): T | null {
 
 const seconds = (s: number | null) => (s === null ? "never" : `${s.toFixed(1)} s`);
 
+/** What `npm run test:producer-crash` wrote (reliability/producer-crash.ts). */
+interface ProducerCrashResult {
+  date: string;
+  commit?: string;
+  short: boolean;
+  examples: number;
+  epochs: number;
+  kills: { atSeconds: number; started: number; inFlight: number }[];
+  seconds: number;
+  groups: number;
+  failed: number;
+  lost?: number;
+  duplicated?: number;
+  state: string;
+  ok: boolean;
+  problems: string[];
+}
+
+function producerCrashSection(run: ProducerCrashResult | null): string {
+  // A result from before lost and duplicated were counted per example is not this code's.
+  if (run === null || run.lost === undefined || run.duplicated === undefined)
+    return "Not run yet: `npm run test:producer-crash`.";
+  return [
+    `Produced by \`npm run test:producer-crash${run.short ? " -- --short" : ""}\` ${ranOn(run.date, [run.commit])}: a run's producer (\`POST /v1/runs/:id/producer\`)`,
+    `covers ${run.examples} examples ${run.epochs} times through \`wrangler dev\`, while the workerd process tree is SIGKILLed ${run.kills.length} times`,
+    "at random points (restarted on the same state directory each time; the simulator outlives it, as a GPU host would).",
+    "",
+    "| figure | value |",
+    "|---|---|",
+    `| kills (seconds into the run: groups started, in flight) | ${run.kills.map((k) => `${k.atSeconds.toFixed(1)} s: ${k.started}, ${k.inFlight}`).join("; ")} |`,
+    `| groups expected / made / landed as failed | ${run.examples * run.epochs} / ${run.groups} / ${run.failed} |`,
+    `| example-epochs lost / duplicated | ${run.lost} / ${run.duplicated} |`,
+    `| the producer ended | ${run.state} |`,
+    `| wall time | ${run.seconds.toFixed(0)} s |`,
+    `| the producer done, one group per example and epoch, none failed, a kill with groups in flight | ${verdictLine(run.ok, run.problems)} |`,
+  ].join("\n");
+}
+
 function fleetSection(fleet: (FleetRunResult & { commit?: string }) | null): string {
   if (fleet === null) return "Not run yet: `npm run test:fleet`.";
   const hosts = fleet.requestsByHost.map((n, i) => `host ${i}: ${n}`).join(", ");
@@ -140,7 +178,7 @@ const WORKERD_TESTS = [
 ] as const;
 
 export function renderReport(): void {
-  const suites = ["host", "env", "remote", "trainer", "input"]
+  const suites = ["host", "env", "remote", "trainer", "input", "judge"]
     .map((name) =>
       read<{ date: string; short: boolean; seconds: number; rows: Row[] }>(`faults-${name}`),
     )
@@ -173,7 +211,7 @@ export function renderReport(): void {
     "## Faults and bad input",
     "",
     faults
-      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} ${ranOn(faults.date, faults.commits)} in ${faults.seconds.toFixed(0)} s (generation deadlines of 10 s and a 2 s step timeout, so that deadline faults finish quickly).`
+      ? `Produced by \`npm run reliability\`${faults.short ? " -- --short" : ""} ${ranOn(faults.date, faults.commits)} in ${faults.seconds.toFixed(0)} s (generation deadlines of 10 s, a 2 s step timeout, and judge calls of 2 s within a 10 s score call, so that deadline faults finish quickly).`
       : "Not run yet: `npm run reliability`.",
     "",
     faults ? table(faults.rows) : "",
@@ -217,6 +255,10 @@ export function renderReport(): void {
           table(policy.rows),
         ].join("\n")
       : "Not run yet: `npm run test:policy-crash`.",
+    "",
+    "## A run's producer during crashes",
+    "",
+    producerCrashSection(read<ProducerCrashResult>("producer-crash")),
     "",
     "## Load",
     "",

@@ -1,17 +1,18 @@
 /**
- * `npm run reliability [-- --short] [--suites host,env,remote,trainer,input]`: runs the fault suites
+ * `npm run reliability [-- --short] [--suites host,env,remote,trainer,input,judge]`: runs the fault suites
  * against a real local stack and rewrites docs/reliability.md from every result on file.
  */
 import { EdgerollClient } from "../src/client/edgeroll-client";
 import { startRemoteEnvFixture } from "../test/setup/remote-env-server";
 import { flag, option, withStack, writeResult } from "./harness";
 import { HOST_MAX_RETRIES, hostFaults } from "./host-faults";
+import { JUDGE_VARS, judgeFaults } from "./judge-faults";
 import { remoteEnvFaults } from "./remote-faults";
 import { renderReport } from "./report";
 import { badInput, envFaults, type Row, trainerFaults } from "./suites";
 
 const short = flag("short");
-const suites = option("suites", "host,env,remote,trainer,input").split(",");
+const suites = option("suites", "host,env,remote,trainer,input,judge").split(",");
 // A remote environment server with faults on demand (guess-number over HTTP), for the remote suite.
 const REMOTE_TOKEN = "reliability-remote-env";
 const remote = await startRemoteEnvFixture(REMOTE_TOKEN);
@@ -29,6 +30,7 @@ const rows = await withStack(
       // What the host suite's expected attempts assume (a generation's retries).
       INFERENCE_MAX_RETRIES: String(HOST_MAX_RETRIES),
       REMOTE_ENVS: JSON.stringify({ "guess-number-remote": remote.url }),
+      ...JUDGE_VARS,
     },
     secrets: { REMOTE_ENV_TOKEN: REMOTE_TOKEN },
     sim: { latency: { ttftMs: 20, msPerToken: 2, msPerPromptToken: 0 } },
@@ -57,6 +59,7 @@ const rows = await withStack(
     await run("remote", () => remoteEnvFaults(client, short ? 2 : 4, remote.stats));
     await run("trainer", () => trainerFaults(stack, client, short ? 12 : 24));
     await run("input", () => badInput(stack, short ? 3 : 10));
+    await run("judge", () => judgeFaults(stack, client, short ? 3 : 8));
     return all;
   },
 );

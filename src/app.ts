@@ -11,6 +11,7 @@ import { ApiError, renderError } from "./api/errors";
 import { groupRoutes } from "./api/groups";
 import { hostRoutes } from "./api/hosts";
 import { jsonBody } from "./api/json-body";
+import { rescoreRoutes } from "./api/rescore";
 import { runRoutes } from "./api/runs";
 import { utf8Body } from "./api/utf8-body";
 import { dashboardRoutes } from "./dashboard/routes";
@@ -67,6 +68,8 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .on("POST", "/v1/runs/:id/policy", authorize("trainer"))
   // ...and, host by host, which version each inference host serves (a rolling weight sync).
   .on("POST", "/v1/hosts", authorize("trainer"))
+  // ...and has a landed group's judged episodes graded again, once the judge is back.
+  .on("POST", "/v1/groups/:id/rescore", authorize("trainer"))
   // ...and the datasets its runs sample from.
   .on("POST", "/v1/datasets/*", authorize("trainer"))
   .on("GET", "/v1/*", (c, next) => {
@@ -86,6 +89,7 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .get("/healthz", (c) => c.json(healthView()))
   .route("/v1", environmentRoutes)
   .route("/v1", groupRoutes)
+  .route("/v1", rescoreRoutes)
   .route("/v1", episodeRoutes)
   .route("/v1", runRoutes)
   .route("/v1", producerRoutes)

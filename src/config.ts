@@ -64,6 +64,19 @@ const ConfigSchema = z.object({
   SCORE_TIMEOUT_S: seconds(300),
   /** Attempts at scoring a group before its unscored episodes fail with score_error. */
   MAX_SCORE_ATTEMPTS: count(3),
+  /**
+   * The judge a score hook asks (src/judges/): an OpenAI-compatible host (default: the first
+   * inference host, with its key), its model (a component may name another), each call's
+   * deadline, the calls per grade (retrying timeouts, 5xx and unparsable answers), and the
+   * judge calls in flight across the deployment (src/judges/judge-gate.ts), so judging never
+   * crowds out generation.
+   */
+  JUDGE_BASE_URL: z.url().optional(),
+  JUDGE_MODEL: z.string().min(1).optional(),
+  JUDGE_API_KEY: z.string().optional(),
+  JUDGE_TIMEOUT_S: seconds(60),
+  JUDGE_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
+  JUDGE_MAX_INFLIGHT: z.coerce.number().int().min(1).default(16),
   /** Leases of one group without an ack before it is parked as poison. */
   MAX_DELIVERIES: count(5),
 });
@@ -97,6 +110,16 @@ export function teacherEndpoint(config: Config): {
         name: "teacher (the first inference host)",
       }
     : { baseUrl: config.TEACHER_BASE_URL, apiKey: config.TEACHER_API_KEY, name: "teacher host" };
+}
+
+/** Where the judge is: JUDGE_BASE_URL, else the first inference host (with its key). */
+export function judgeEndpoint(config: Config): { baseUrl: string; apiKey: string | undefined } {
+  return config.JUDGE_BASE_URL === undefined
+    ? {
+        baseUrl: fleetHosts(config)[0]?.url ?? config.INFERENCE_BASE_URL,
+        apiKey: config.JUDGE_API_KEY ?? config.INFERENCE_API_KEY,
+      }
+    : { baseUrl: config.JUDGE_BASE_URL, apiKey: config.JUDGE_API_KEY };
 }
 
 /** Generation deadline for a context size: clamp(per_token * tokens, min, max), in ms. */

@@ -7,6 +7,7 @@ from .contract import (
     EnvironmentEpisode,
     EnvironmentStepResult,
     EnvironmentTurn,
+    RewardComponent,
     RewardResult,
     TaskExample,
 )
@@ -28,6 +29,7 @@ from .errors import (
     SftError,
     UnparseableSftTargetError,
 )
+from .rubric import Component, Rubric
 from .replay import ReplayContext, current_action, replay_history, replay_step
 from .sft import default_sft_completion, parse_target_messages
 from .shim import install_freesolo_shim
@@ -49,7 +51,10 @@ __all__ = [
     "ExampleRejected",
     "ReplayContext",
     "ReplayInvariantError",
+    "Component",
+    "RewardComponent",
     "RewardResult",
+    "Rubric",
     "SftError",
     "TaskExample",
     "UnparseableSftTargetError",

@@ -23,12 +23,23 @@ class TaskExample:
 
 
 @dataclass(frozen=True)
+class RewardComponent:
+    """One part of a rubric's grade (rubric.py): a weight of 0 is a metric, never rewarded."""
+
+    name: str
+    value: float
+    weight: float
+
+
+@dataclass(frozen=True)
 class RewardResult:
-    """A grade. Success is `score >= threshold`; without a threshold success is unknown."""
+    """A grade. Success is `score >= threshold`; without a threshold success is unknown. With
+    `components` (a rubric's), the score is their weighted sum."""
 
     score: float
     threshold: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    components: tuple[RewardComponent, ...] | None = None
 
     @property
     def success(self) -> bool | None:

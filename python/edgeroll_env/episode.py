@@ -5,13 +5,20 @@ is what the rollout engine gets over the wire (as in edgeroll's src/sdk/episode.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import contract, jsrules
-from .contract import ChatMessage, EnvironmentEpisode, EnvironmentStepResult, RewardResult
+from .contract import (
+    ChatMessage,
+    EnvironmentEpisode,
+    EnvironmentStepResult,
+    RewardComponent,
+    RewardResult,
+)
 from .errors import EnvironmentContractError
 from .shapes import (
     ShapeError,
@@ -25,6 +32,8 @@ from .shapes import (
     check_string,
 )
 from .transcript import is_sampled_action, sampled_message
+
+COMPONENT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -183,15 +192,51 @@ def check_reward(hook: str, raw: Any, path: str = "") -> RewardResult:
         if raw is None:
             raise ShapeError(path, "returned None; return a RewardResult")
         if isinstance(raw, Mapping):
-            check_object(raw, path, ("score",), ("threshold", "metadata"))
+            check_object(raw, path, ("score",), ("threshold", "metadata", "components"))
         threshold = _get(raw, "threshold")
+        score = check_number(_get(raw, "score"), field("score"))
+        components = check_components(_get(raw, "components"), field("components"), score)
         return RewardResult(
-            score=check_number(_get(raw, "score"), field("score")),
+            score=score,
             threshold=None if threshold is None else check_number(threshold, field("threshold")),
             metadata=check_json_object(_get(raw, "metadata", None) or {}, field("metadata")),
+            components=components,
         )
     except ShapeError as error:
         raise EnvironmentContractError(hook, str(error)) from None
+
+
+def check_components(
+    raw: Any, path: str, score: float
+) -> tuple[RewardComponent, ...] | None:
+    """A rubric's components: distinct names, finite values and weights, and the score their
+    weighted sum (as edgeroll checks it)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, (list, tuple)) or not 1 <= len(raw) <= 64:
+        raise ShapeError(path, "expected a list of 1 to 64 components")
+    components = []
+    for i, item in enumerate(raw):
+        at = f"{path}[{i}]"
+        if isinstance(item, Mapping):
+            check_object(item, at, ("name", "value", "weight"))
+        name = _get(item, "name")
+        if not isinstance(name, str) or not COMPONENT_NAME.fullmatch(name):
+            raise ShapeError(f"{at}.name", "letters, digits, _ - . only, at most 64")
+        components.append(
+            RewardComponent(
+                name=name,
+                value=check_number(_get(item, "value"), f"{at}.value"),
+                weight=check_number(_get(item, "weight"), f"{at}.weight"),
+            )
+        )
+    if len({c.name for c in components}) != len(components):
+        raise ShapeError(path, "component names must be distinct")
+    total = sum(c.weight * c.value for c in components)
+    scale = 1 + sum(abs(c.weight * c.value) for c in components)
+    if abs(score - total) > 1e-9 * scale:
+        raise ShapeError(path, f"the score {score} is not their weighted sum ({total})")
+    return tuple(components)
 
 
 def score_batch(env: Any, example: Any, episodes: Sequence[Any]) -> list[RewardResult]:

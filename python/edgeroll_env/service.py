@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .contract import RewardResult
 from .environment import environment_kind
 from .episode import (
     OWN_RECORDS,
@@ -30,6 +31,20 @@ from .shapes import (
     check_string,
 )
 from .transcript import is_sampled_action
+
+
+def reward_json(reward: RewardResult) -> dict[str, Any]:
+    """A grade as /score answers it; a rubric's components with it."""
+    answer: dict[str, Any] = {
+        "score": reward.score,
+        "threshold": reward.threshold,
+        "metadata": reward.metadata,
+    }
+    if reward.components is not None:
+        answer["components"] = [
+            {"name": c.name, "value": c.value, "weight": c.weight} for c in reward.components
+        ]
+    return answer
 
 
 class HttpError(Exception):
@@ -177,9 +192,4 @@ class EnvService:
         episodes = [self.records.episode(p) for p in parsed]
         with blame("score_episodes"):
             rewards = score_batch(self.env, example, episodes)
-        return {
-            "results": [
-                {"score": r.score, "threshold": r.threshold, "metadata": r.metadata}
-                for r in rewards
-            ]
-        }
+        return {"results": [reward_json(r) for r in rewards]}

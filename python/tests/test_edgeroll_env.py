@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -27,9 +28,12 @@ PYTHON_DIR = HERE.parent
 REPO = PYTHON_DIR.parent
 
 from edgeroll_env import (
+    Component,
+    EnvironmentContractError,
     EnvironmentEpisode,
     EnvironmentMultiTurn,
     RewardResult,
+    Rubric,
     SftError,
     TaskExample,
     UnparseableSftTargetError,
@@ -39,6 +43,8 @@ from edgeroll_env import (
     run_episode,
 )
 from edgeroll_env.datasets import DatasetError, load_task_examples
+from edgeroll_env.episode import check_reward
+from edgeroll_env.service import reward_json
 from edgeroll_env.idempotency import IdempotencyCache
 from edgeroll_env.loader import load_environment
 
@@ -123,7 +129,7 @@ class Schemas:
     KEYWORDS = {
         "type", "const", "enum", "minLength", "maxLength", "minimum", "maximum",
         "exclusiveMinimum", "required", "properties", "additionalProperties", "propertyNames",
-        "items", "minItems", "anyOf",
+        "items", "minItems", "anyOf", "pattern",
     }  # fmt: skip
 
     def __init__(self, folder: Path) -> None:
@@ -162,6 +168,8 @@ class Schemas:
         if isinstance(value, str):
             if not schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value)):
                 out.append(f"{path}: length out of bounds")
+            if "pattern" in schema and not re.search(schema["pattern"], value):
+                out.append(f"{path}: does not match {schema['pattern']}")
         if self._is(value, "number"):
             low, high = schema.get("minimum", value), schema.get("maximum", value)
             above = schema.get("exclusiveMinimum", value - 1)
@@ -729,6 +737,35 @@ class InProcess(unittest.TestCase):
         self.assertEqual(scores, [float(i) for i in range(9)])
         self.assertLessEqual(env.peak, 3)
         self.assertGreater(env.peak, 1)  # they did overlap
+
+    def test_a_rubric_answers_its_components_with_their_weighted_sum(self) -> None:
+        rubric = Rubric(
+            [
+                Component("correct", 1, lambda example, episode: float(episode == example.output)),
+                Component("length", 0, lambda example, episode: len(episode)),
+            ],
+            threshold=1,
+        )
+        example = TaskExample(id="r", input="2 + 2?", output="4")
+        graded = reward_json(rubric.score(example, "4"))
+        self.assertEqual(
+            graded,
+            {
+                "score": 1.0,
+                "threshold": 1,
+                "metadata": {},
+                "components": [
+                    {"name": "correct", "value": 1.0, "weight": 1},
+                    {"name": "length", "value": 1, "weight": 0},
+                ],
+            },
+        )
+        self.assertEqual(SCHEMA.errors({"results": [graded]}, "score.response"), [])
+        # A score that is not the weighted sum breaks the contract, as edgeroll's SDK says.
+        with self.assertRaisesRegex(EnvironmentContractError, "not their weighted sum"):
+            check_reward("score_episodes", {**graded, "score": 0.5})
+        with self.assertRaisesRegex(ValueError, "named twice"):
+            Rubric([Component("a", 1, len), Component("a", 0, len)])
 
     def test_default_sft_completion(self) -> None:
         def target(output: Any) -> Any:

@@ -96,5 +96,5 @@ export const episodeRoutes = new Hono<{ Bindings: Env }>()
         `no landed episode ${id} (episodes appear once their group lands)`,
       );
     }
-    return c.json(episodeView(found.episode, found.messages));
+    return c.json(episodeView(found));
   });

@@ -73,6 +73,9 @@ async function withRunPolicy(
   return { request, policy: policy === null ? null : knownPolicy(policy) };
 }
 
+/** A request whose `env_version` is the environment's declared one. */
+type VersionedRequest = StartGroupRequest & { env_version: string };
+
 /**
  * The request with the version its environment declares: a group that pins another is a 409,
  * so a run never mixes two sets of rules unnoticed; one that pins none records the declared one.
@@ -80,17 +83,18 @@ async function withRunPolicy(
 async function withEnvVersion(
   request: StartGroupRequest,
   remote: RemoteEnvironments,
-): Promise<StartGroupRequest> {
-  const declared = await declaredEnvVersion(request.env, request.env_version, remote, "group");
+  pinnedBy: "group" | "producer",
+): Promise<VersionedRequest> {
+  const declared = await declaredEnvVersion(request.env, request.env_version, remote, pinnedBy);
   return { ...request, env_version: declared };
 }
 
 /**
  * The version the environment declares, which a pin must match: a 409 `env_version_mismatch`
  * naming both (`pinnedBy` says whose pin) when it does not, a 503 when a remote environment does
- * not answer `/info`. A group's start and a run producer's both ask it.
+ * not answer `/info`.
  */
-export async function declaredEnvVersion(
+async function declaredEnvVersion(
   env: string,
   pinned: string | undefined,
   remote: RemoteEnvironments,
@@ -133,19 +137,20 @@ async function openExample(request: StartGroupRequest, remote: RemoteEnvironment
 }
 
 /**
- * Starts a group as `POST /v1/groups` does, for the route and for a run's producer: the run's
- * policy and the environment's version filled in, the example and tokenizer checked, all before
- * anything is stored. Refusals are ApiErrors (4xx, or a 503 to retry).
+ * Every check a group's start makes before anything is stored: the run's policy filled in (and
+ * its max_lag), the environment's name and version (`pinnedBy` says whose pin a mismatch names),
+ * the example and its tools, and a teacher's tokenizer. Refusals are ApiErrors (4xx, or a 503 to
+ * retry). A run's producer asks it of its first example before it starts producing.
  */
-export async function startGroup(
+export async function checkGroupStart(
   env: Env,
   asked: AskedGroupRequest,
-  key: string | null,
-): Promise<{ groupId: string; created: boolean }> {
+  pinnedBy: "group" | "producer" = "group",
+): Promise<{ request: VersionedRequest; policy: KnownPolicy | null }> {
   const run = await withRunPolicy(env.DB, asked);
   const remote = environmentsOf(env);
   checkEnvironmentName(run.request.env, remote);
-  const request = await withEnvVersion(run.request, remote);
+  const request = await withEnvVersion(run.request, remote, pinnedBy);
   await openExample(request, remote);
   if (request.teacher !== undefined) {
     const check = await checkSharedTokenizer(
@@ -155,8 +160,18 @@ export async function startGroup(
     );
     if (!check.ok) throw tokenizerRefusal(check);
   }
+  return { request, policy: run.policy };
+}
+
+/** Starts a group as `POST /v1/groups` does, for the route and for a run's producer. */
+export async function startGroup(
+  env: Env,
+  asked: AskedGroupRequest,
+  key: string | null,
+): Promise<{ groupId: string; created: boolean }> {
+  const { request, policy } = await checkGroupStart(env, asked);
   const spec = await newGroupSpec(request, key, asked);
-  const started = await rolloutGroup(env, spec.groupId).start(spec, run.policy);
+  const started = await rolloutGroup(env, spec.groupId).start(spec, policy);
   if (started.outcome === "conflict") {
     throw new ApiError(
       409,

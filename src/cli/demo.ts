@@ -38,7 +38,8 @@ function dataset(name: string): TaskExample[] {
  * little less noisily (lower temperature), so the dashboard's reward-by-version plot shows a
  * policy that improves. One exact-answer group talks to a host whose first try at every request
  * fails (each episode's retry succeeds, and scores), two to a host that answers garbage, so the
- * failure views have something to show.
+ * failure views have something to show. Judged-answer groups are graded by the simulator's judge,
+ * so the episode pages show a rubric's components and the judge's calls.
  */
 export function demoJobs(runId: string, guessGroups: number): { label: string; job: Job }[] {
   const random = seededRandom(Date.now());
@@ -83,6 +84,22 @@ export function demoJobs(runId: string, guessGroups: number): { label: string; j
       job: {
         env: "exact-answer",
         examples: dataset("exact-answer").slice(0, 6),
+        groupSize: 4,
+        runId,
+        concurrency: 6,
+        request: {
+          policy_version: 3,
+          sampling: { model: "sim", temperature: 1, max_completion_tokens: 64 },
+        },
+      },
+    },
+    {
+      label: "judged-answer",
+      job: {
+        env: "judged-answer",
+        // Graded by the simulator's judge (`JUDGE_MODEL` "judge"): the episode pages show each
+        // answer's rubric (correctness, and length as a metric) and the judge's calls.
+        examples: dataset("judged-answer").slice(0, 6),
         groupSize: 4,
         runId,
         concurrency: 6,

@@ -134,6 +134,7 @@ export class ProtocolHandler {
                   score: o.reward.score,
                   threshold: o.reward.threshold ?? null,
                   metadata: o.reward.metadata,
+                  ...(o.reward.components ? { components: o.reward.components } : {}),
                 }
               : null,
           ),

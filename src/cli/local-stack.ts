@@ -3,9 +3,11 @@
  * Worker under `wrangler dev` (workerd with its Durable Objects and D1), stopped together.
  * Used by `npm run demo`, the end-to-end tests and the crash tests.
  */
+
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { JUDGE_MODEL } from "../sim/directives";
 import type { Simulator, SimulatorOptions } from "../sim/server";
 import { BuildGate } from "./build-gate";
 import { apiTokensVar, type LocalTokens, localTokens } from "./local-tokens";
@@ -293,7 +295,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       port: gate?.workerPort ?? port,
       inferenceUrl: options.inferenceUrl ?? (simulator as Simulator).url,
       secrets: { API_TOKENS: apiTokensVar(tokens), ...options.secrets },
-      ...(options.vars ? { vars: options.vars } : {}),
+      // The simulator judges too (its model `judge`): judged environments grade locally.
+      ...(simulator !== null || options.vars
+        ? { vars: { ...(simulator !== null ? { JUDGE_MODEL } : {}), ...options.vars } }
+        : {}),
       ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
       ...(options.log ? { log: options.log } : {}),
       ...(options.localTraces !== undefined ? { localTraces: options.localTraces } : {}),

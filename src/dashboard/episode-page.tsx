@@ -92,6 +92,66 @@ function MessageCard(props: { episode: Episode; message: Message }) {
   );
 }
 
+/**
+ * How the score was made: a rubric's components (each weighted, a metric at weight 0) and every
+ * judge call its grading made, beside the score (a failed call says why it gave no grade).
+ */
+function Grade(props: { episode: Episode }) {
+  const { reward_components: components, judgements } = props.episode;
+  if (components.length === 0 && judgements.length === 0) return null;
+  return (
+    <>
+      <h2>Grade</h2>
+      {components.length > 0 ? (
+        <table data-testid="reward-components">
+          <tr>
+            <th>component</th>
+            <th>value</th>
+            <th>weight</th>
+            <th>weight × value</th>
+          </tr>
+          {components.map((c) => (
+            <tr>
+              <td>{c.weight === 0 ? `${c.name} (metric)` : c.name}</td>
+              <td>{fmt(c.value)}</td>
+              <td>{fmt(c.weight)}</td>
+              <td>{fmt(c.weight * c.value)}</td>
+            </tr>
+          ))}
+        </table>
+      ) : null}
+      {judgements.length > 0 ? (
+        <table data-testid="judgements">
+          <tr>
+            <th>judge call</th>
+            <th>model</th>
+            <th>attempt</th>
+            <th>value</th>
+            <th>reason, or what went wrong</th>
+            <th>latency</th>
+          </tr>
+          {judgements.map((j) => (
+            <tr>
+              <td>{j.component}</td>
+              <td>{j.model}</td>
+              <td>{j.attempt}</td>
+              <td>{fmt(j.value)}</td>
+              <td>
+                {j.error === null ? (
+                  j.reason
+                ) : (
+                  <span class="warn">{`${j.error}: ${j.response.slice(0, 200)}`}</span>
+                )}
+              </td>
+              <td>{`${j.latency_ms} ms`}</td>
+            </tr>
+          ))}
+        </table>
+      ) : null}
+    </>
+  );
+}
+
 export function EpisodePage(props: { episode: Episode }) {
   const e = props.episode;
   return (
@@ -138,6 +198,7 @@ export function EpisodePage(props: { episode: Episode }) {
         </div>
       </div>
       {e.failure_reason ? <p>{`${e.failure_reason}: ${e.failure_detail ?? ""}`}</p> : null}
+      <Grade episode={e} />
       <h2>Transcript</h2>
       <div class="transcript" data-testid="transcript">
         {e.messages.map((m) => (

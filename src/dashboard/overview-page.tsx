@@ -51,6 +51,7 @@ export function OverviewPage(props: {
     distillation,
     policies,
     evals,
+    components,
   } = props.data;
   const evalCurves = evalSeries(evals);
   const envs = [...byKey(scores, (s) => s.env)];
@@ -218,6 +219,36 @@ export function OverviewPage(props: {
           ))}
         </tbody>
       </table>
+
+      <h2>Reward components</h2>
+      {components.length === 0 ? (
+        <p class="empty">
+          No rubric grades yet: an environment that scores with a Rubric shows its parts here.
+        </p>
+      ) : (
+        <table data-testid="reward-components">
+          <thead>
+            <tr>
+              <th>env</th>
+              <th>component</th>
+              <th class="num">weight</th>
+              <th class="num">episodes</th>
+              <th class="num">mean value</th>
+            </tr>
+          </thead>
+          <tbody>
+            {components.map((c) => (
+              <tr>
+                <td>{c.env}</td>
+                <td>{c.weight === 0 ? `${c.name} (metric)` : c.name}</td>
+                <td class="num">{fmt(c.weight)}</td>
+                <td class="num">{c.episodes}</td>
+                <td class="num">{fmt(c.mean_value)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
 
       <h2>Failures by reason</h2>
       {failures.length === 0 ? (

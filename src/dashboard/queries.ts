@@ -117,6 +117,15 @@ export interface EvalPoint {
 }
 
 /** `run` narrows everything to one run; null means all runs. */
+/** One rubric component of an environment, over the episodes shown (reward_component_stats). */
+export interface ComponentRow {
+  env: string;
+  name: string;
+  weight: number;
+  episodes: number;
+  mean_value: number;
+}
+
 export async function overview(db: D1Database, run: string | null) {
   const [
     runs,
@@ -130,6 +139,7 @@ export async function overview(db: D1Database, run: string | null) {
     distillation,
     policies,
     evals,
+    components,
   ] = await Promise.all([
     all<RunRow>(
       db,
@@ -201,6 +211,15 @@ export async function overview(db: D1Database, run: string | null) {
        ORDER BY r.run_id, r.env, r.policy_version LIMIT 2000`,
       run,
     ),
+    // Each rubric component over all its episodes: what a score is made of, metrics beside it.
+    all<ComponentRow>(
+      db,
+      `SELECT env, name, MAX(weight) AS weight, SUM(episodes) AS episodes,
+         SUM(mean_value * episodes) / SUM(episodes) AS mean_value
+       FROM reward_component_stats WHERE ?1 IS NULL OR run_id = ?1
+       GROUP BY env, name ORDER BY env, weight DESC, name LIMIT 200`,
+      run,
+    ),
   ]);
   return {
     runs,
@@ -213,6 +232,7 @@ export async function overview(db: D1Database, run: string | null) {
     distillation,
     policies,
     evals,
+    components,
     totals: totals[0] ?? { groups: 0, landed: 0, running: 0 },
   };
 }

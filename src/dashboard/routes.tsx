@@ -46,5 +46,5 @@ export const dashboardRoutes = new Hono<{ Bindings: Env }>()
         <NotFound what="No landed episode with that id (episodes appear when their group lands)." />,
         404,
       );
-    return c.html(<EpisodePage episode={episodeView(found.episode, found.messages)} />);
+    return c.html(<EpisodePage episode={episodeView(found)} />);
   });

@@ -3,7 +3,7 @@ import { and, asc, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { EndState } from "../domain/episode-outcomes";
 import type { GroupKind } from "../domain/group-options";
-import { episodes, groups, messages } from "./schema";
+import { episodes, groups, judgements, messages, rewardComponents } from "./schema";
 
 export type GroupRecord = typeof groups.$inferSelect;
 export type EpisodeRecord = typeof episodes.$inferSelect;
@@ -22,17 +22,27 @@ export function groupEpisodes(db: D1Database, groupId: string): Promise<EpisodeR
     .all();
 }
 
-export async function findEpisode(
-  db: D1Database,
-  id: string,
-): Promise<{ episode: EpisodeRecord; messages: MessageRecord[] } | undefined> {
+export type ComponentRecord = typeof rewardComponents.$inferSelect;
+export type JudgementRecordRow = typeof judgements.$inferSelect;
+
+/** An episode with its transcript, its grade's components and its judge calls: one D1 batch. */
+export interface FoundEpisode {
+  episode: EpisodeRecord;
+  messages: MessageRecord[];
+  components: ComponentRecord[];
+  judgements: JudgementRecordRow[];
+}
+
+export async function findEpisode(db: D1Database, id: string): Promise<FoundEpisode | undefined> {
   const d1 = drizzle(db);
-  const [found, rows] = await d1.batch([
+  const [found, rows, components, calls] = await d1.batch([
     d1.select().from(episodes).where(eq(episodes.id, id)),
     d1.select().from(messages).where(eq(messages.episodeId, id)).orderBy(asc(messages.seq)),
+    d1.select().from(rewardComponents).where(eq(rewardComponents.episodeId, id)),
+    d1.select().from(judgements).where(eq(judgements.episodeId, id)).orderBy(asc(judgements.seq)),
   ]);
   const episode = found[0];
-  return episode ? { episode, messages: rows } : undefined;
+  return episode ? { episode, messages: rows, components, judgements: calls } : undefined;
 }
 
 export interface EpisodeFilter {
@@ -109,6 +119,15 @@ export async function listEpisodes(
 export function groupTokenObjects(db: D1Database, groupIds: readonly string[]) {
   return drizzle(db)
     .select({ id: groups.id, tokenObject: groups.tokenObject, overlong: groups.overlong })
+    .from(groups)
+    .where(sql`${groups.id} IN (SELECT value FROM json_each(${JSON.stringify(groupIds)}))`)
+    .all();
+}
+
+/** Where the groups given are in D1 (a group not yet registered has no row): a producer's follow-up. */
+export function groupOutcomes(db: D1Database, groupIds: readonly string[]) {
+  return drizzle(db)
+    .select({ id: groups.id, status: groups.status, uniform: groups.uniform })
     .from(groups)
     .where(sql`${groups.id} IN (SELECT value FROM json_each(${JSON.stringify(groupIds)}))`)
     .all();

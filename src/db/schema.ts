@@ -141,6 +141,11 @@ export const episodes = sqliteTable(
     endReason: text("end_reason").notNull(),
     failureReason: text("failure_reason").$type<FailureReason>(),
     failureDetail: text("failure_detail"),
+    /**
+     * The end it played to (`done`, `max_turns`, ...), when its grading then failed it
+     * (`judge_error`, `score_error`): what a re-score restores once it has a grade.
+     */
+    playedEndReason: text("played_end_reason"),
     score: real("score"),
     threshold: real("threshold"),
     success: integer("success", { mode: "boolean" }),
@@ -153,6 +158,11 @@ export const episodes = sqliteTable(
     perTurnRewards: text("per_turn_rewards", { mode: "json" }).$type<number[]>(),
     perTurnAdvantages: text("per_turn_advantages", { mode: "json" }).$type<number[]>(),
     rewardMetadata: text("reward_metadata", { mode: "json" }).$type<JsonObject>(),
+    /**
+     * Each step's metadata, in order, as scoring saw it (`episode.metadata.steps`): with the
+     * messages, what a re-score needs to see the episode again. Null for episodes landed before.
+     */
+    stepMetadata: text("step_metadata", { mode: "json" }).$type<JsonObject[]>(),
     /** Sampled assistant actions. */
     turns: integer("turns").notNull(),
     promptTokens: integer("prompt_tokens"),
@@ -244,6 +254,8 @@ export const messages = sqliteTable(
      * (`usage.prompt_tokens_details.cached_tokens`); null when the host did not say.
      */
     cachedTokens: integer("cached_tokens"),
+    /** The message's own metadata, as the environment wrote it (null when none). */
+    metadata: text("metadata", { mode: "json" }).$type<JsonObject>(),
   },
   // No index on group_id: messages are read by episode (the primary key), and every index is
   // paid for on each of the many rows a landing writes.
@@ -251,6 +263,52 @@ export const messages = sqliteTable(
 );
 
 /** One lease handed to a trainer: which groups, until when, and whether it was acked. */
+/**
+ * A rubric's grade, part by part (src/sdk/rubric.ts): one row per episode and component, the
+ * episode's score being Σ weight × value. A weight of 0 is a metric: recorded, never rewarded.
+ */
+export const rewardComponents = sqliteTable(
+  "reward_components",
+  {
+    episodeId: text("episode_id").notNull(),
+    name: text("name").notNull(),
+    groupId: text("group_id").notNull(),
+    value: real("value").notNull(),
+    weight: real("weight").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.episodeId, t.name] }),
+    index("reward_components_group").on(t.groupId),
+  ],
+);
+
+/**
+ * Every call a score hook made to a judge model, failed ones included: what it was asked, what it
+ * answered, the value parsed from it (null when none could be), and which attempt it was (1 for
+ * the first call of a grade). `seq` orders an episode's calls across scorings and re-scorings.
+ */
+export const judgements = sqliteTable(
+  "judgements",
+  {
+    episodeId: text("episode_id").notNull(),
+    seq: integer("seq").notNull(),
+    groupId: text("group_id").notNull(),
+    component: text("component").notNull(),
+    model: text("model").notNull(),
+    prompt: text("prompt", { mode: "json" }).$type<ChatMessage[]>().notNull(),
+    /** The judge's text, or what went wrong (`timeout after 30 s`, `HTTP 500: ...`). */
+    response: text("response").notNull(),
+    value: real("value"),
+    reason: text("reason"),
+    /** Why this attempt gave no grade: null when it did. */
+    error: text("error"),
+    attempt: integer("attempt").notNull(),
+    latencyMs: integer("latency_ms").notNull(),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.episodeId, t.seq] }), index("judgements_group").on(t.groupId)],
+);
+
 export const batches = sqliteTable("batches", {
   id: text("id").primaryKey(),
   /** The trainer that leased it (a digest prefix of its token); only it may ack or release. */

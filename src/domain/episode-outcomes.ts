@@ -42,6 +42,8 @@ export const FailureReasonSchema = z.enum([
   "step_timeout",
   "step_unavailable",
   "score_error",
+  // the judge model a score hook asked (no grade after its retries; a re-score may give one)
+  "judge_error",
   // the trainer: its policy moved more than the run's max_lag past the group's (async RL)
   "stale_policy",
   // edgeroll itself

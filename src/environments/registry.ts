@@ -5,6 +5,7 @@
 import { type EnvironmentMultiTurn, UnknownEnvironmentError } from "../sdk";
 import { ExactAnswer } from "./exact-answer";
 import { GuessNumber } from "./guess-number";
+import { JudgedAnswer } from "./judged-answer";
 import { MentalMath } from "./mental-math";
 import type { RemoteTarget } from "./remote/client";
 import { remoteTargets } from "./remote/config";
@@ -17,6 +18,7 @@ import { ToolAgentNative } from "./tool-agent-native";
 /** A fresh instance per use: environments keep no state between calls. */
 const BUILT_IN: Readonly<Record<string, () => EnvironmentMultiTurn>> = {
   "exact-answer": () => new ExactAnswer(),
+  "judged-answer": () => new JudgedAnswer(),
   "guess-number": () => new GuessNumber(),
   "mental-math": () => new MentalMath(),
   "tool-agent": () => new ToolAgent(),

@@ -17,9 +17,11 @@ export type ProducerState = "running" | "done" | "stopped";
  * A start's life: `pending` (a resample waiting for room), `starting` (written, not yet
  * answered), `running`, then `landed` or `failed` (the group's outcome), or `rejected` (the
  * environment refused the example: a 422, recorded with its message), or `skipped` (the pool
- * sampler passed it over this epoch, and why).
+ * sampler passed it over this epoch, and why), or `cancelled` (a resample still waiting when the
+ * producer stopped, or a start the stop caught before any group had it).
  */
 export type StartStatus =
+  | "cancelled"
   | "pending"
   | "starting"
   | "running"
@@ -140,6 +142,11 @@ export class ProducerStorage {
     );
   }
 
+  /** A stop's: resamples waiting for room will not be sent. */
+  cancelPending(): void {
+    this.sql.exec("UPDATE starts SET status = 'cancelled' WHERE status = 'pending'");
+  }
+
   exampleCount(): number {
     return Number(this.sql.exec("SELECT COUNT(*) AS n FROM examples").one().n);
   }
@@ -201,6 +208,7 @@ export class ProducerStorage {
   /** Starts by status, over the whole run. */
   counts(): Record<StartStatus, number> & { uniform: number; resampled: number } {
     const counts = {
+      cancelled: 0,
       pending: 0,
       starting: 0,
       running: 0,

@@ -46,6 +46,8 @@ export function producerView(producer: ProducerRow, store: ProducerStorage) {
     resampled: counts.resampled,
     /** Resamples waiting for room. */
     resamples_waiting: counts.pending,
+    /** Resamples a stop left unsent, and starts it caught before any group had them. */
+    cancelled: counts.cancelled,
     created_at: producer.createdAt,
     finished_at: producer.finishedAt,
   };

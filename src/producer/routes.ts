@@ -1,17 +1,16 @@
 /**
  * `POST`, `GET` and `DELETE /v1/runs/:run_id/producer`: a run that produces itself from a
- * dataset in DATASETS. Before the producer exists, the POST validates the group fields as POST
- * /v1/groups does, against the dataset's first example (a 400 naming the field), and the
- * environment's name and version (a 400, or a 409 when it declares another than the pin); an
- * unknown dataset is a 404. The environment's own refusal of an example comes at its start.
+ * dataset in DATASETS. Before the producer exists, the POST makes every check POST /v1/groups
+ * makes, on the dataset's first example: the group fields (a 400 naming the field), the
+ * environment's name and version (a 409 when it declares another than the pin), the example
+ * and its tools, a teacher's tokenizer. An unknown dataset is a 404. Another example the
+ * environment refuses is counted in the view's `rejections` at its start.
  */
 import { Hono } from "hono";
 import { ApiError, invalidRequest } from "../api/errors";
-import { checkEnvironmentName } from "../api/example-check";
-import { declaredEnvVersion } from "../api/groups";
+import { checkGroupStart } from "../api/groups";
 import { validated } from "../api/validated";
 import { readDataset } from "../datasets/dataset-store";
-import { environmentsOf } from "../env-workers/environments";
 import { RUN_ID_PATTERN, RUN_ID_RULE, StartGroupRequestSchema } from "../rollout/group-spec";
 import { parseDatasetJsonl } from "../sdk";
 import { runProducer } from "./bindings";
@@ -50,14 +49,8 @@ export const producerRoutes = new Hono<{ Bindings: Env }>()
     });
     if (!asGroup.success) throw invalidRequest(asGroup.error);
     // The version the run's groups will pin: the one asked for, which must be the declared one.
-    const remote = environmentsOf(c.env);
-    checkEnvironmentName(request.env, remote);
-    const envVersion = await declaredEnvVersion(
-      request.env,
-      asGroup.data.env_version,
-      remote,
-      "producer",
-    );
+    const checked = await checkGroupStart(c.env, asGroup.data, "producer");
+    const envVersion = checked.request.env_version;
     const outcome = await runProducer(c.env, runId).start({
       runId,
       request,

@@ -18,9 +18,10 @@ import { migrate } from "../utils/migrations";
 import { PRODUCER_MIGRATIONS } from "./migrations";
 import { recentSolveRates, skipReason } from "./pool-sampler";
 import { groupTemplate, type ProducerRequest } from "./producer-request";
-import { ProducerStorage, type StartRow } from "./producer-storage";
+import { type ProducerRow, ProducerStorage, type StartRow } from "./producer-storage";
 import { producerView } from "./producer-view";
-import { attemptSeed, epochOrder, planDigest, producerKey } from "./production-plan";
+import { attemptSeed, epochOrder, planDigest } from "./production-plan";
+import { StartFollower, startKey } from "./start-follower";
 
 /** How often a running producer looks at its groups and the room it has. */
 export const TICK_MS = 500;
@@ -52,13 +53,17 @@ export interface ProducerApi {
 
 export class RunProducer extends DurableObject<Env> implements ProducerApi {
   private readonly store: ProducerStorage;
+  private readonly follower: StartFollower;
   /** Each epoch's order, computed once per instance (it is a pure function of the request). */
   private readonly orders = new Map<string, number[]>();
+  /** Starts this instance has on the wire: while any is, an unanswered start may yet arrive. */
+  private sending = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage, PRODUCER_MIGRATIONS);
     this.store = new ProducerStorage(ctx.storage.sql);
+    this.follower = new StartFollower(this.store, env, ctx.storage);
   }
 
   async start(start: ProducerStart): Promise<ProducerStartOutcome> {
@@ -90,10 +95,23 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     return producer === null ? null : producerView(producer, this.store);
   }
 
-  /** No new group starts; those in flight land as any group does. */
+  /**
+   * No new group starts, and resamples waiting are cancelled; the groups in flight land as any
+   * group does, and the alarm goes on following them so the view ends true.
+   */
   async stop(reason: string) {
-    this.store.finish("stopped", reason);
+    await this.stopWith(reason);
     return this.status();
+  }
+
+  /** Stops a running producer, and arms the alarm that follows its groups in flight. */
+  private async stopWith(reason: string): Promise<void> {
+    if (this.store.producer()?.state !== "running") return;
+    this.ctx.storage.transactionSync(() => {
+      this.store.finish("stopped", reason);
+      this.store.cancelPending();
+    });
+    await this.ctx.storage.setAlarm(Date.now() + TICK_MS);
   }
 
   /**
@@ -103,11 +121,14 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
    */
   override async alarm(): Promise<void> {
     const producer = this.store.producer();
+    if (producer?.state === "stopped") return this.followAfterStop(producer);
     if (producer?.state !== "running") return;
     const request = producer.request as ProducerRequest;
     const tick: Tick = { runId: producer.runId, request, id: producer.createdAt };
     try {
-      await this.followLandings(tick);
+      await this.follower.followLandings(request.dynamic_sampling?.max_resamples ?? 0, () =>
+        this.current(tick),
+      );
       await this.startWhatFits(tick);
       if (this.current(tick)) this.store.setLastError(null);
     } catch (error) {
@@ -134,39 +155,26 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     return this.store.withStatus("pending", "starting", "running").length === 0;
   }
 
-  /** Reads the outcome of this producer's groups in flight; a uniform one may be resampled. */
-  private async followLandings(tick: Tick): Promise<void> {
-    const { request } = tick;
-    const running = this.store.withStatus("running").filter((s) => s.groupId !== null);
-    if (running.length === 0) return;
-    const rows = await this.env.DB.prepare(
-      "SELECT id, status, uniform FROM groups WHERE id IN (SELECT value FROM json_each(?1)) AND status != 'running'",
-    )
-      .bind(JSON.stringify(running.map((s) => s.groupId)))
-      .all<{ id: string; status: "landed" | "failed"; uniform: number }>();
-    if (!this.current(tick)) return;
-    const byGroup = new Map(rows.results.map((r) => [r.id, r]));
-    const maxResamples = request.dynamic_sampling?.max_resamples ?? 0;
-    for (const start of running) {
-      const outcome = byGroup.get(start.groupId as string);
-      if (outcome === undefined) continue;
-      const uniform = outcome.status === "landed" && outcome.uniform === 1;
-      this.ctx.storage.transactionSync(() => {
-        this.store.landed(start.key, outcome.status, uniform);
-        if (uniform && start.attempt < maxResamples) this.planResample(start);
-      });
+  /**
+   * A stopped producer's tick: it starts nothing, resamples nothing, and follows its groups in
+   * flight until each has landed, so `groups_in_flight` ends at 0 and the counts are final. A
+   * start the stop caught unanswered is looked for under its key: running if a group has it,
+   * `cancelled` if none does and no send is on the wire.
+   */
+  private async followAfterStop(producer: ProducerRow): Promise<void> {
+    const mine = () => {
+      const now = this.store.producer();
+      return now?.state === "stopped" && now.createdAt === producer.createdAt;
+    };
+    try {
+      if (this.sending === 0) await this.follower.settleUnanswered(producer, mine);
+      await this.follower.followLandings(0, mine);
+      if (mine()) this.store.setLastError(null);
+    } catch (error) {
+      if (mine()) this.store.setLastError(errorMessage(error));
     }
-  }
-
-  private planResample(start: StartRow): void {
-    const attempt = start.attempt + 1;
-    const exampleId = this.store.example(start.pos).id;
-    // The key is computed when the resample is sent; here it only has to be unique and stable.
-    this.store.plan(
-      `pending:${start.epoch}:${start.pos}:${attempt}:${exampleId}`,
-      { epoch: start.epoch, pos: start.pos, attempt },
-      "pending",
-    );
+    if (mine() && this.store.withStatus("starting", "running").length > 0)
+      await this.ctx.storage.setAlarm(Date.now() + TICK_MS);
   }
 
   /**
@@ -289,11 +297,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     const producer = this.store.producer();
     if (producer === null) return;
     const example = this.store.example(start.pos);
-    const key = await producerKey(runId, producer.planDigest, {
-      epoch: start.epoch,
-      exampleId: example.id,
-      attempt: start.attempt,
-    });
+    const key = await startKey(this.store, producer, start);
     const template = groupTemplate(request) as Omit<AskedGroupRequest, "example" | "run_id">;
     const sampling = template.sampling;
     const seed = attemptSeed(sampling?.seed, start.epoch, start.attempt);
@@ -310,6 +314,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
       this.store.mark(start.key, "rejected", { detail: describeZodError(asked.error) });
       return;
     }
+    this.sending++;
     try {
       const started = await startGroup(this.env, asked.data, key);
       if (this.current(tick)) this.store.mark(start.key, "running", { groupId: started.groupId });
@@ -324,7 +329,9 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
       }
       // Anything else will refuse every example the same way: stop, and say why.
       this.store.mark(start.key, "rejected", { detail: error.message });
-      this.store.finish("stopped", `${error.code}: ${errorMessage(error)}`);
+      await this.stopWith(`${error.code}: ${errorMessage(error)}`);
+    } finally {
+      this.sending--;
     }
   }
 }

@@ -5,14 +5,17 @@
  */
 import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
-import { episodes, groups, messages } from "../db/schema";
-import { isOverlong, overlongTreatment } from "../domain/overlong";
-import { errorMessage, rewardSuccess } from "../sdk";
+import { episodes, groups, judgements, messages, rewardComponents } from "../db/schema";
+import { isOverlong } from "../domain/overlong";
+import { errorMessage, type JsonObject, rewardSuccess } from "../sdk";
+import { componentRows, judgementRows } from "./grading-rows";
+import { groupSummary } from "./group-grades";
 import { episodeId } from "./group-spec";
 import { type LandedVersions, landedVersions } from "./landed-versions";
 import type { LandingOutcome } from "./landing-outcome";
 import { policySpan } from "./policy-watch";
 import { groupRow } from "./registration";
+import { gradedMembers } from "./rewards";
 import type { GroupStorage } from "./storage/group-storage";
 import type { TokenLanding } from "./token-landing";
 
@@ -29,6 +32,8 @@ const columnsOf = (table: SQLiteTable, skip: readonly string[] = []): Columns =>
 
 const EPISODE_COLUMNS = columnsOf(episodes);
 const MESSAGE_COLUMNS = columnsOf(messages);
+const COMPONENT_COLUMNS = columnsOf(rewardComponents);
+const JUDGEMENT_COLUMNS = columnsOf(judgements);
 /** The delivery bookkeeping belongs to the batch queue; a landing leaves it at its defaults. */
 const GROUP_COLUMNS = columnsOf(groups, [
   "deliveryState",
@@ -48,6 +53,8 @@ function insertSql(tableName: string, columns: Columns): string {
 
 const INSERT_EPISODES = `${insertSql("episodes", EPISODE_COLUMNS)} ON CONFLICT DO NOTHING`;
 const INSERT_MESSAGES = `${insertSql("messages", MESSAGE_COLUMNS)} ON CONFLICT DO NOTHING`;
+const INSERT_COMPONENTS = `${insertSql("reward_components", COMPONENT_COLUMNS)} ON CONFLICT DO NOTHING`;
+const INSERT_JUDGEMENTS = `${insertSql("judgements", JUDGEMENT_COLUMNS)} ON CONFLICT DO NOTHING`;
 
 /** Columns a landing writes over the `running` row registered at start. */
 const LANDED_COLUMNS = [
@@ -113,7 +120,17 @@ export interface LandingPayload {
   /** Each row as a JSON array of its column values. */
   episodeRows: string[];
   messageRows: string[];
+  /** Each rubric component of each grade, and every judge call. */
+  componentRows: string[];
+  judgementRows: string[];
   groupRow: string;
+}
+
+/** A message's metadata as the environment wrote it: the loop's `sampled` mark has its column. */
+function ownMetadata(metadata: JsonObject | undefined): JsonObject | null {
+  if (metadata === undefined) return null;
+  const { sampled: _sampled, ...own } = metadata;
+  return Object.keys(own).length > 0 ? own : null;
 }
 
 /** Reads everything a finished group lands with from its object's storage. */
@@ -127,30 +144,9 @@ export function landingPayload(
   const { request } = spec;
   const rows = store.episodes.all();
   const messagesByEpisode = store.transcripts.messagesByEpisode();
+  const steps = store.transcripts.stepsByEpisode();
   const overlong = rows.map((e) => isOverlong(messagesByEpisode.get(e.idx) ?? []));
-  const scores = rows.flatMap((e) => (e.state !== "failed" && e.reward ? [e.reward.score] : []));
-  // The scores the group's baseline counted: an over-long episode it masks or filters is not one.
-  const counted = rows.flatMap((e, i) =>
-    e.state !== "failed" &&
-    e.reward &&
-    overlongTreatment(request.overlong, overlong[i] ?? false) === "count"
-      ? [e.reward.score]
-      : [],
-  );
-  const status = scores.length > 0 ? "landed" : "failed";
-  const failed = rows.filter((e) => e.state === "failed");
-  const mean = scores.length > 0 ? scores.reduce((a, b) => a + b, 0) / scores.length : null;
-  const std =
-    mean === null
-      ? null
-      : Math.sqrt(scores.reduce((a, s) => a + (s - mean) ** 2, 0) / scores.length);
-  const byReason = new Map<string, number>();
-  for (const e of failed)
-    byReason.set(
-      e.failureReason ?? "unknown",
-      (byReason.get(e.failureReason ?? "unknown") ?? 0) + 1,
-    );
-  const reasons = [...byReason].map(([reason, n]) => `${reason} x${n}`);
+  const summary = groupSummary(gradedMembers(store, spec), request.algorithm);
   const finishedAt = iso(Math.max(...rows.map((e) => e.finishedAt ?? e.startedAt)));
   // Every version that sampled some of each sampled turn (the group's own before its run had a
   // policy); an episode's sampled turns are 0 to turns - 1, and a send that sampled nothing is
@@ -176,6 +172,7 @@ export function landingPayload(
     endReason: e.endReason ?? "unknown",
     failureReason: e.failureReason,
     failureDetail: e.failureDetail,
+    playedEndReason: e.playedEndReason,
     score: e.state === "failed" ? null : (e.reward?.score ?? null),
     threshold: e.reward?.threshold ?? null,
     success: e.state === "failed" || !e.reward ? null : rewardSuccess(e.reward),
@@ -184,6 +181,7 @@ export function landingPayload(
     perTurnRewards: e.perTurnRewards,
     perTurnAdvantages: e.perTurnAdvantages,
     rewardMetadata: e.reward?.metadata ?? null,
+    stepMetadata: steps.get(e.idx) ?? [],
     turns: e.turns,
     promptTokens: e.promptTokens,
     completionTokens: e.completionTokens,
@@ -233,6 +231,7 @@ export function landingPayload(
         policyVersion: m.sampled && m.turn !== null ? (versionOf(e.idx, m.turn) ?? null) : null,
         host: m.host,
         cachedTokens: m.cachedTokens,
+        metadata: ownMetadata(m.message.metadata),
       };
     }),
   );
@@ -242,21 +241,18 @@ export function landingPayload(
       return set ? [[set.hash, set.tools] as const] : [];
     }),
   );
+  const { status } = summary;
   const group: typeof groups.$inferInsert = {
     ...groupRow(spec, status),
     tools: toolSets.size > 0 ? Object.fromEntries(toolSets) : null,
     hostFailures: Object.keys(hostFailures).length > 0 ? hostFailures : null,
-    failureReason: status === "failed" ? `every episode failed: ${reasons.join(", ")}` : null,
+    failureReason: summary.failureReason,
     creditApplied,
     warnings,
-    scoreMean: mean,
-    scoreStd: std,
-    episodesFailed: failed.length,
-    // Equal scores carry no group-relative signal; a group of one is uniform by definition, and
-    // so is one whose every scored episode was masked or filtered as over-long. A distilled
-    // group's signal is per token (the teacher's logprobs), whatever its scores.
-    uniform:
-      request.algorithm !== "opd" && scores.length > 0 && counted.every((s) => s === counted[0]),
+    scoreMean: summary.scoreMean,
+    scoreStd: summary.scoreStd,
+    episodesFailed: summary.episodesFailed,
+    uniform: summary.uniform,
     tokenObject: tokens?.object?.key ?? null,
     tokenObjectBytes: tokens?.object?.bytes.length ?? null,
     policyVersionMin: groupSpan.min,
@@ -268,8 +264,34 @@ export function landingPayload(
     status,
     episodeRows: episodeRows.map((row) => rowJson(EPISODE_COLUMNS, row)),
     messageRows: messageRows.map((row) => rowJson(MESSAGE_COLUMNS, row)),
+    componentRows: componentRows(spec.groupId, rows).map((row) => rowJson(COMPONENT_COLUMNS, row)),
+    judgementRows: judgementRows(spec.groupId, rows).map((row) => rowJson(JUDGEMENT_COLUMNS, row)),
     groupRow: rowJson(GROUP_COLUMNS, group),
   };
+}
+
+/**
+ * Rows of the grading tables as inserts, packed into JSON parameters as a landing's are: `ignore`
+ * a row already there (a retried landing), or `fail` on it (a re-score's judge calls, whose
+ * sequence numbers two re-scores at once would both claim).
+ */
+export function gradingInserts(
+  db: D1Database,
+  rows: {
+    components: (typeof rewardComponents.$inferInsert)[];
+    judgements: (typeof judgements.$inferInsert)[];
+  },
+  conflict: "ignore" | "fail",
+): D1PreparedStatement[] {
+  const tail = conflict === "ignore" ? " ON CONFLICT DO NOTHING" : "";
+  const statements = (table: string, columns: Columns, list: object[]) =>
+    pack(list.map((row) => rowJson(columns, row))).map((chunk) =>
+      db.prepare(`${insertSql(table, columns)}${tail}`).bind(chunk),
+    );
+  return [
+    ...statements("reward_components", COMPONENT_COLUMNS, rows.components),
+    ...statements("judgements", JUDGEMENT_COLUMNS, rows.judgements),
+  ];
 }
 
 /**
@@ -291,6 +313,14 @@ export function landingStatements(
     ...bound(
       INSERT_MESSAGES,
       payloads.flatMap((p) => p.messageRows),
+    ),
+    ...bound(
+      INSERT_COMPONENTS,
+      payloads.flatMap((p) => p.componentRows),
+    ),
+    ...bound(
+      INSERT_JUDGEMENTS,
+      payloads.flatMap((p) => p.judgementRows),
     ),
     ...bound(
       UPSERT_GROUPS,
@@ -338,6 +368,8 @@ export function payloadChars(payload: LandingPayload): number {
   let chars = payload.groupRow.length;
   for (const row of payload.episodeRows) chars += row.length;
   for (const row of payload.messageRows) chars += row.length;
+  for (const row of payload.componentRows) chars += row.length;
+  for (const row of payload.judgementRows) chars += row.length;
   return chars;
 }
 

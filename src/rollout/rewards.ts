@@ -5,15 +5,10 @@
  * left out of the baseline (domain/overlong.ts).
  */
 import { isOverlong, overlongTreatment } from "../domain/overlong";
-import type { ScoreWorkerApi } from "../env-workers/score-worker";
-import {
-  assembleEpisode,
-  assignGroupCredit,
-  errorMessage,
-  type JsonObject,
-  type ScoreOutcome,
-} from "../sdk";
+import type { ScoredEpisode, ScoreWorkerApi } from "../env-workers/score-worker";
+import { assembleEpisode, errorMessage, type JsonObject } from "../sdk";
 import { type Timed, withTimeout } from "../utils/timeout";
+import { type GradedMember, groupCredit } from "./group-grades";
 import { episodeId, type GroupSpec } from "./group-spec";
 import { END, failed } from "./outcomes";
 import type { EpisodeRow } from "./storage/episodes";
@@ -51,13 +46,14 @@ export async function scoreEpisodes(
   // One read for the whole group, not one per episode.
   const messages = store.transcripts.messagesByEpisode();
   const steps = store.transcripts.stepsByEpisode();
-  let graded: Timed<ScoreOutcome[]>;
+  let graded: Timed<ScoredEpisode[]>;
   try {
     graded = await withTimeout(
       scoreWorker.score({
         env: spec.request.env,
         example: spec.request.example,
         episodes: gradable.map((e) => episodeForScoring(e, messages, steps)),
+        timeoutMs,
       }),
       timeoutMs,
     );
@@ -68,8 +64,16 @@ export async function scoreEpisodes(
     return { ok: false, error: "scoreEpisodes ran past SCORE_TIMEOUT_S" };
   gradable.forEach((episode, i) => {
     const outcome = graded.value[i];
+    store.episodes.judged(episode.idx, outcome?.judgements ?? []);
     if (outcome?.ok) store.recordReward(episode.idx, outcome.reward);
-    else store.finish(episode.idx, failed(END.score_error, outcome?.error ?? "no grade returned"));
+    else
+      store.finish(
+        episode.idx,
+        failed(
+          outcome?.ok === false && outcome.by === "judge" ? END.judge_error : END.score_error,
+          outcome?.error ?? "no grade returned",
+        ),
+      );
   });
   return { ok: true };
 }
@@ -82,26 +86,26 @@ export function failUngraded(store: GroupStorage, error: string): void {
   }
 }
 
-/** An over-long episode the group masks or filters: out of the baseline, with 0 or no advantage. */
-const EXCLUDED = { count: undefined, mask: { advantage: 0 }, filter: { advantage: null } } as const;
+/** The group's episodes as credit and its summary read them (group-grades.ts). */
+export function gradedMembers(store: GroupStorage, spec: GroupSpec): GradedMember[] {
+  const transcripts = store.transcripts.messagesByEpisode();
+  return store.episodes.all().map((e) => ({
+    id: episodeId(spec.groupId, e.idx),
+    score: e.state === "failed" ? null : (e.reward?.score ?? null),
+    failureReason: e.failureReason,
+    perTurnRewards: e.reward?.metadata.per_turn_rewards,
+    turns: e.turns,
+    treatment: overlongTreatment(spec.request.overlong, isOverlong(transcripts.get(e.idx) ?? [])),
+  }));
+}
 
 /** Assigns group-relative credit from the recorded grades; the group moves on to landing. */
 export function assignCredit(store: GroupStorage, spec: GroupSpec): void {
   const episodes = store.episodes.all();
-  const transcripts = store.transcripts.messagesByEpisode();
-  const credit = assignGroupCredit(
-    episodes.map((e) => ({
-      id: episodeId(spec.groupId, e.idx),
-      score: e.state === "failed" ? null : (e.reward?.score ?? null),
-      perTurnRewards: e.reward?.metadata.per_turn_rewards,
-      sampledTurns: e.turns,
-      excluded:
-        EXCLUDED[
-          overlongTreatment(spec.request.overlong, isOverlong(transcripts.get(e.idx) ?? []))
-        ],
-    })),
-    { creditAssignment: spec.request.credit_assignment, advantage: spec.request.advantage },
-  );
+  const credit = groupCredit(gradedMembers(store, spec), {
+    creditAssignment: spec.request.credit_assignment,
+    advantage: spec.request.advantage,
+  });
   store.recordCredit(
     episodes.map((e, i) => ({
       idx: e.idx,

@@ -9,6 +9,7 @@ import { EnvironmentMultiTurn } from "./environment";
 import { openEpisode, scoreGroup, turnBudget } from "./episode";
 import { runEpisode } from "./episode-loop";
 import { EnvironmentContractError, ExampleRejectedError, errorMessage, SftError } from "./errors";
+import { type Judge, NO_JUDGE } from "./judge";
 import { buildSftRow } from "./sft";
 import { parseTargetMessages } from "./sft-target";
 import { isSampledAction, type PolicyAction, sampledTurns } from "./transcript";
@@ -154,6 +155,8 @@ export interface CheckOptions {
    * has no sftCompletion). Rows without one then skip the gold-answer check instead of failing.
    */
   goldOnlyFromRows?: string;
+  /** The judge a judged environment's score hooks ask; none, and a judged grade fails. */
+  judge?: Judge;
 }
 
 /** The assistant actions of the gold target, or null when the example has none. */
@@ -261,8 +264,9 @@ export async function checkEnvironment(
       findings.fail(check, `${where}, malformed actions: ${errorMessage(error)}`);
     }
 
-    const first = await scoreGroup(env, example, episodes);
-    const again = await scoreGroup(env, example, episodes);
+    const contexts = episodes.map(() => ({ judge: options.judge ?? NO_JUDGE }));
+    const first = await scoreGroup(env, example, episodes, contexts);
+    const again = await scoreGroup(env, example, episodes, contexts);
     for (const [i, outcome] of first.entries()) {
       const label = i === 0 && gold !== null ? "gold episode" : "malformed-action episode";
       if (!outcome.ok) {

@@ -1,6 +1,7 @@
 /** The environment contract: the hooks the episode loop drives, for multi-turn and single-turn tasks. */
 import pMap from "p-map";
 import type { z } from "zod";
+import { type ScoreContext, unjudgedContexts } from "./judge";
 import { defaultSftCompletion } from "./sft-target";
 import type {
   ChatMessage,
@@ -58,18 +59,27 @@ export abstract class EnvironmentMultiTurn {
     assistantResponse: string,
   ): MaybePromise<EnvironmentStepResultInput>;
 
-  /** Grades one finished transcript. */
+  /**
+   * Grades one finished transcript. `context.judge` asks a judge model (judge.ts); a `Rubric`
+   * (rubric.ts) returns named, weighted components with the score. edgeroll always passes a
+   * context; a unit test calling the hook may leave it out (no judge).
+   */
   abstract scoreEpisode(
     example: TaskExample,
     episode: EnvironmentEpisode,
+    context?: ScoreContext,
   ): MaybePromise<RewardResultInput>;
 
-  /** Grades a whole group; by default `scoreEpisode` for each, `maxScoreConcurrency` at once. */
+  /**
+   * Grades a whole group, `contexts[i]` for `episodes[i]`; by default `scoreEpisode` for each,
+   * `maxScoreConcurrency` at once (and then each episode's failure is its own).
+   */
   scoreEpisodes(
     example: TaskExample,
     episodes: readonly EnvironmentEpisode[],
+    contexts: readonly ScoreContext[] = unjudgedContexts(episodes.length),
   ): Promise<RewardResultInput[]> {
-    return pMap(episodes, (episode) => this.scoreEpisode(example, episode), {
+    return pMap(episodes, (episode, i) => this.scoreEpisode(example, episode, contexts[i]), {
       concurrency: this.maxScoreConcurrency,
     });
   }
@@ -103,6 +113,7 @@ export abstract class EnvironmentSingleTurn extends EnvironmentMultiTurn {
   abstract scoreResponse(
     example: TaskExample,
     responseText: string,
+    context?: ScoreContext,
   ): MaybePromise<RewardResultInput>;
 
   startEpisode(example: TaskExample, promptText: string): MaybePromise<ChatMessage[]> {
@@ -121,7 +132,11 @@ export abstract class EnvironmentSingleTurn extends EnvironmentMultiTurn {
     return { done: true, finalResponseText: assistantResponse };
   }
 
-  scoreEpisode(example: TaskExample, episode: EnvironmentEpisode): MaybePromise<RewardResultInput> {
-    return this.scoreResponse(example, episode.responseText);
+  scoreEpisode(
+    example: TaskExample,
+    episode: EnvironmentEpisode,
+    context?: ScoreContext,
+  ): MaybePromise<RewardResultInput> {
+    return this.scoreResponse(example, episode.responseText, context);
   }
 }

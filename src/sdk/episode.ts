@@ -5,9 +5,10 @@
  */
 import pMap from "p-map";
 import { z } from "zod";
-import type { EnvironmentMultiTurn } from "./environment";
+import { EnvironmentMultiTurn } from "./environment";
 import { describeZodError, EnvironmentContractError, errorMessage } from "./errors";
 import { checkExample } from "./example-schema";
+import { JudgeError, NO_JUDGE, type ScoreContext, unjudgedContexts } from "./judge";
 import { isSampledAction } from "./transcript";
 import {
   type ChatMessage,
@@ -149,40 +150,59 @@ export function assembleEpisode(parts: EpisodeParts): EnvironmentEpisode {
   };
 }
 
-/** One episode's grade, or why it could not be graded. */
-export type ScoreOutcome = { ok: true; reward: RewardResult } | { ok: false; error: string };
+/**
+ * One episode's grade, or why it could not be graded, and who failed to give one: the judge
+ * (the episode ends `judge_error`, which a re-score may mend) or the environment's scorer
+ * (`score_error`).
+ */
+export type ScoreOutcome =
+  | { ok: true; reward: RewardResult }
+  | { ok: false; error: string; by: "judge" | "scorer" };
 
 function parseReward(hook: string, raw: unknown): ScoreOutcome {
   const parsed = RewardResultSchema.safeParse(raw);
   if (parsed.success) return { ok: true, reward: parsed.data };
-  return { ok: false, error: `${hook}: ${describeZodError(parsed.error)}` };
+  return { ok: false, error: `${hook}: ${describeZodError(parsed.error)}`, by: "scorer" };
+}
+
+/** A grade that threw: the judge's failure is its own reason, anything else the scorer's. */
+function thrown(hook: string, error: unknown): ScoreOutcome {
+  if (error instanceof JudgeError)
+    return { ok: false, error: `${hook}: ${error.message}`, by: "judge" };
+  return { ok: false, error: `${hook} threw: ${errorMessage(error)}`, by: "scorer" };
 }
 
 /**
- * Grades a group with `scoreEpisodes`. When the batch call throws or answers with the wrong
- * number of results, each episode is graded alone with `scoreEpisode`, so one bad transcript
- * fails only its own episode.
+ * Grades a group. An environment that overrides `scoreEpisodes` is asked for the whole group at
+ * once; when that throws or answers with the wrong number of results, each episode is graded
+ * alone with `scoreEpisode`, so one bad transcript fails only its own episode. One that does not
+ * is graded episode by episode from the start (a judge is then asked once per episode, and its
+ * failure fails only that one). `contexts[i]` is `episodes[i]`'s (its judge); none, no judge.
  */
 export async function scoreGroup(
   env: EnvironmentMultiTurn,
   example: TaskExample,
   episodes: readonly EnvironmentEpisode[],
+  contexts: readonly ScoreContext[] = unjudgedContexts(episodes.length),
 ): Promise<ScoreOutcome[]> {
-  try {
-    const rewards = await env.scoreEpisodes(example, episodes);
-    if (Array.isArray(rewards) && rewards.length === episodes.length) {
-      return rewards.map((r) => parseReward("scoreEpisodes", r));
+  if (env.scoreEpisodes !== EnvironmentMultiTurn.prototype.scoreEpisodes) {
+    try {
+      const rewards = await env.scoreEpisodes(example, episodes, contexts);
+      if (Array.isArray(rewards) && rewards.length === episodes.length) {
+        return rewards.map((r) => parseReward("scoreEpisodes", r));
+      }
+    } catch {
+      // Fall through: grade one by one to find which episode is at fault.
     }
-  } catch {
-    // Fall through: grade one by one to find which episode is at fault.
   }
   return pMap(
     episodes,
-    async (episode): Promise<ScoreOutcome> => {
+    async (episode, i): Promise<ScoreOutcome> => {
       try {
-        return parseReward("scoreEpisode", await env.scoreEpisode(example, episode));
+        const context = contexts[i] ?? { judge: NO_JUDGE };
+        return parseReward("scoreEpisode", await env.scoreEpisode(example, episode, context));
       } catch (error) {
-        return { ok: false, error: `scoreEpisode threw: ${errorMessage(error)}` };
+        return thrown("scoreEpisode", error);
       }
     },
     { concurrency: env.maxScoreConcurrency },

@@ -74,12 +74,43 @@ export const ChatMessageSchema = z
   });
 export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 
-/** A grade. `success` is `score >= threshold`; without a threshold success is unknown. */
-export const RewardResultSchema = z.strictObject({
-  score: z.number(),
-  threshold: z.number().optional(),
-  metadata: JsonObjectSchema.default({}),
+/** One part of a rubric's grade (rubric.ts): a weight of 0 is a metric, never rewarded. */
+export const RewardComponentSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "letters, digits, _ - . only, at most 64"),
+  value: z.number(),
+  weight: z.number(),
 });
+export type RewardComponent = z.infer<typeof RewardComponentSchema>;
+
+/**
+ * A grade. `success` is `score >= threshold`; without a threshold success is unknown. With
+ * `components` (a rubric's), the score must be their weighted sum: every part is accounted for.
+ */
+export const RewardResultSchema = z
+  .strictObject({
+    score: z.number(),
+    threshold: z.number().optional(),
+    metadata: JsonObjectSchema.default({}),
+    components: z
+      .array(RewardComponentSchema)
+      .min(1)
+      .max(64)
+      .refine((cs) => new Set(cs.map((c) => c.name)).size === cs.length, {
+        message: "component names must be distinct",
+      })
+      .optional(),
+  })
+  .superRefine((reward, ctx) => {
+    if (reward.components === undefined) return;
+    const sum = reward.components.reduce((total, c) => total + c.weight * c.value, 0);
+    const scale = reward.components.reduce((total, c) => total + Math.abs(c.weight * c.value), 1);
+    if (Math.abs(reward.score - sum) > 1e-9 * scale)
+      ctx.addIssue({
+        code: "custom",
+        path: ["score"],
+        message: `${reward.score} is not the weighted sum of its components (${sum})`,
+      });
+  });
 export type RewardResult = z.infer<typeof RewardResultSchema>;
 export type RewardResultInput = z.input<typeof RewardResultSchema>;
 

@@ -9,6 +9,7 @@ import { hashString, type Random, seededRandom } from "../utils/random";
 import type { Choice } from "./answer";
 import { detokenize, IM_END, tokenize } from "./chat-template";
 import type { Directives } from "./directives";
+import { GARBAGE_VERDICT, judgeVerdict } from "./judge";
 import { playTurn, type SimMessage } from "./policies";
 import { completionTokens } from "./token-answer";
 
@@ -53,6 +54,8 @@ function babble(random: Random): string {
 /** The whole turn the model would say after `messages`, before any stop or budget. */
 export function actionText(ask: PlayAsk, random: Random, directives: Directives): string {
   const { messages, temperature, tools, native } = ask;
+  if (directives.garbage > 0 && random() < directives.garbage) return GARBAGE_VERDICT;
+  if (directives.judge) return judgeVerdict(messages);
   let text = directives.babble
     ? babble(random)
     : playTurn({ messages, random, temperature, tools, native });

@@ -35,6 +35,8 @@
  *   overlong[:P]     run each completion on past its max tokens (the action, then filler, cut at
  *                    the budget: finish reason `length`), or with probability P each, drawn after
  *                    the play: a seeded group's episodes play as without it, and some run long
+ *   garbage[:P]      answer prose that is no JSON verdict (with probability P each, default 1):
+ *                    a judge that rambles (model `judge`, judge.ts)
  *   babble           answer seeded random words instead of playing: every episode's
  *                    conversation is its own (a fleet's prefix caches are then measured, not
  *                    shared by identical episodes)
@@ -78,6 +80,10 @@ export interface Directives {
   padTokens?: number;
   /** The chance that a completion runs on past its max tokens (0: never). */
   overlong: number;
+  /** The model is `judge`: it grades instead of playing (judge.ts). */
+  judge: boolean;
+  /** The chance that an answer is prose instead of a verdict (0: never). */
+  garbage: number;
   babble: boolean;
   /** Prompt logprobs are a perfect player's (see teacher.ts). */
   teacher: boolean;
@@ -87,15 +93,18 @@ export interface Directives {
 
 /** The one model name the simulator plays; directives follow it, as in `sim+fail:503:2`. */
 export const SIM_MODEL = "sim";
+/** The simulator's second model: a judge that grades answers against references (judge.ts). */
+export const JUDGE_MODEL = "judge";
 
 /**
- * Why the simulator will not answer for `model`, or null when it plays it. It plays one model,
- * `sim`, so a real model's name (`--model Qwen/Qwen3-8B`) is refused as vLLM refuses a model
+ * Why the simulator will not answer for `model`, or null when it plays it. It plays `sim` (and
+ * `judge`, which grades), so a real model's name (`--model Qwen/Qwen3-8B`) is refused as vLLM refuses a model
  * it does not serve, rather than played perfectly under another's name.
  */
 export function unknownModel(model: string): string | null {
-  if (parseModel(model).name === SIM_MODEL) return null;
-  return `The model \`${model}\` does not exist. edgeroll's simulator plays one model, \`${SIM_MODEL}\` (the CLI's default --model; directives may follow it, e.g. \`${SIM_MODEL}+think\`, docs/simulator.md). For another model, run against a host that serves it: npm run dev -- --inference-url <url>`;
+  const { name } = parseModel(model);
+  if (name === SIM_MODEL || name === JUDGE_MODEL) return null;
+  return `The model \`${model}\` does not exist. edgeroll's simulator plays \`${SIM_MODEL}\` (the CLI's default --model) and a judge, \`${JUDGE_MODEL}\` (src/sim/judge.ts; directives may follow it, e.g. \`${SIM_MODEL}+think\`, docs/simulator.md). For another model, run against a host that serves it: npm run dev -- --inference-url <url>`;
 }
 
 export function parseModel(model: string): { name: string; directives: Directives } {
@@ -114,6 +123,8 @@ export function parseModel(model: string): { name: string; directives: Directive
     foreignVocab: false,
     babble: false,
     overlong: 0,
+    judge: name === JUDGE_MODEL,
+    garbage: 0,
   };
   for (const spec of parts) {
     const [part = "", turn] = spec.split("@");
@@ -134,6 +145,7 @@ export function parseModel(model: string): { name: string; directives: Directive
     else if (kind === "pad") directives.padTokens = Number(a);
     else if (kind === "overlong") directives.overlong = a === undefined ? 1 : Number(a);
     else if (kind === "babble") directives.babble = true;
+    else if (kind === "garbage") directives.garbage = a === undefined ? 1 : Number(a);
     else if (kind === "fail") {
       directives.failFirst.push({ fault: `error_${Number(a)}`, times: times(b), ...atTurn });
     } else if (kind === "reset" || kind === "malformed" || kind === "cut") {

@@ -12,7 +12,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { chatCompletions } from "./chat-route";
 import type { TemplateKind } from "./chat-template";
 import { completions } from "./completions-route";
-import { SIM_MODEL } from "./directives";
+import { JUDGE_MODEL, SIM_MODEL } from "./directives";
 import { type FaultRates, NO_FAULTS } from "./faults";
 import type { Host, LatencyModel } from "./host";
 import { HostLedger, type SimulatorStats, type TurnGap } from "./host-ledger";
@@ -124,7 +124,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       } else if (req.method === "GET" && path.endsWith("/models")) {
         sendJson(res, 200, {
           object: "list",
-          data: [{ id: SIM_MODEL, object: "model", owned_by: "edgeroll" }],
+          data: [SIM_MODEL, JUDGE_MODEL].map((id) => ({
+            id,
+            object: "model",
+            owned_by: "edgeroll",
+          })),
         });
       } else if (req.method === "GET" && path === "/sim/answers") {
         const query = new URL(req.url ?? "/", "http://sim").searchParams;

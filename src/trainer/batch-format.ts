@@ -165,6 +165,8 @@ export function groupForTrainer(
     group_id: group.id,
     run_id: group.runId,
     env: group.env,
+    // The environment's rules the group was played by (null: landed before versions were kept).
+    env_version: group.envVersion,
     policy_version: group.policyVersion,
     policy_version_min: group.policyVersionMin,
     policy_version_max: group.policyVersionMax,

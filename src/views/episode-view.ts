@@ -1,7 +1,7 @@
 /** One landed episode as the API answers with it and the dashboard shows it: its transcript too. */
-import type { EpisodeRecord, MessageRecord } from "../db/queries";
+import type { FoundEpisode } from "../db/queries";
 
-export function episodeView(episode: EpisodeRecord, messages: readonly MessageRecord[]) {
+export function episodeView({ episode, messages, components, judgements }: FoundEpisode) {
   return {
     episode_id: episode.id,
     group_id: episode.groupId,
@@ -17,6 +17,8 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     end_reason: episode.endReason,
     failure_reason: episode.failureReason,
     failure_detail: episode.failureDetail,
+    /** The end it played to, when its grading failed it (`judge_error`, `score_error`). */
+    played_end_reason: episode.playedEndReason,
     score: episode.score,
     threshold: episode.threshold,
     success: episode.success,
@@ -25,6 +27,23 @@ export function episodeView(episode: EpisodeRecord, messages: readonly MessageRe
     per_turn_rewards: episode.perTurnRewards,
     per_turn_advantages: episode.perTurnAdvantages,
     reward_metadata: episode.rewardMetadata,
+    /** A rubric's grade, part by part: the score is Σ weight × value (weight 0: a metric). */
+    reward_components: components
+      .map((c) => ({ name: c.name, value: c.value, weight: c.weight }))
+      .sort((a, b) => b.weight - a.weight || a.name.localeCompare(b.name)),
+    /** Every judge call its grading made, in order: asked, answered, parsed, which attempt. */
+    judgements: judgements.map((j) => ({
+      component: j.component,
+      model: j.model,
+      attempt: j.attempt,
+      value: j.value,
+      reason: j.reason,
+      error: j.error,
+      latency_ms: j.latencyMs,
+      prompt: j.prompt,
+      response: j.response,
+      created_at: j.createdAt,
+    })),
     turns: episode.turns,
     prompt_tokens: episode.promptTokens,
     completion_tokens: episode.completionTokens,

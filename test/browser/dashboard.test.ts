@@ -112,6 +112,31 @@ describe("the dashboard", () => {
   });
 });
 
+describe("a judged episode", () => {
+  it("shows its rubric's components and the judge's calls beside the score, and the overview their means", async () => {
+    await page.goto(`${stack.apiUrl}/?run=${RUN}`);
+    const overview = await page.getByTestId("reward-components").textContent();
+    expect(overview).toContain("judged-answer");
+    expect(overview).toContain("correctness");
+    expect(overview).toContain("length (metric)");
+    await page
+      .getByTestId("groups")
+      .locator("tr", { hasText: "judged-answer" })
+      .first()
+      .locator("a")
+      .click();
+    await page.getByTestId("episodes").locator("a").first().click();
+    const rows = page.getByTestId("reward-components").locator("tr");
+    expect(await rows.count()).toBe(3);
+    expect(await rows.nth(1).textContent()).toMatch(/^correctness(0|1)1(0|1)$/);
+    expect(await rows.nth(2).textContent()).toMatch(/^length \(metric\)\d+00$/);
+    const calls = page.getByTestId("judgements").locator("tr");
+    expect(await calls.count()).toBeGreaterThanOrEqual(2);
+    expect(await calls.nth(1).textContent()).toMatch(/^correctnessjudge1(0|1)the answer/);
+    await page.screenshot({ path: join(ARTIFACTS, "judged-episode.png"), fullPage: true });
+  });
+});
+
 describe("an episode's page", () => {
   let episodesListed: number;
   let messages: number;

@@ -54,7 +54,7 @@ describe("edgeroll run's rate and notes", () => {
       failures: { inference_rejected: 2 },
       failureDetails: {
         inference_rejected:
-          "inference host answered 404: The model `Qwen/Qwen3-8B` does not exist. edgeroll's simulator plays one model, `sim`",
+          "inference host answered 404: The model `Qwen/Qwen3-8B` does not exist. edgeroll's simulator plays `sim` (the CLI's default --model) and a judge, `judge`",
       },
     };
     const [note] = runNotes(progress, "guess-number", "Qwen/Qwen3-8B");

@@ -54,7 +54,7 @@ describe("offline environment check", () => {
     }
     const report = await checkEnvironment(new NaNReward(), examples);
     expect(failed(report)[CHECKS.rewardsFinite]?.[0]).toMatch(
-      /^example g1, gold episode: scoreEpisodes: score: .*NaN/,
+      /^example g1, gold episode: scoreEpisode: score: .*NaN/,
     );
   });
 

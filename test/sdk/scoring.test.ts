@@ -50,6 +50,7 @@ describe("scoring a group", () => {
     expect(outcomes[1]).toEqual({
       ok: false,
       error: "scoreEpisode threw: Error: cannot grade this one",
+      by: "scorer",
     });
     expect(outcomes[2]).toMatchObject({
       ok: false,

@@ -2,6 +2,7 @@
 // behind the remote protocol, with faults on demand) and a URL where nothing listens. They reach
 // workerd as REMOTE_ENVS, the way a deployment configures them.
 import type { TestProject } from "vitest/node";
+import { RubricQuiz } from "../../fixtures/environments/rubric-quiz";
 import { ToolAgentNative } from "../../src/environments/tool-agent-native";
 import { deadUrl, startRemoteEnvFixture } from "./remote-env-server";
 import { REMOTE_ENV_TOKEN } from "./remote-env-token";
@@ -20,12 +21,18 @@ export default async function setup(project: TestProject) {
     name: "tool-agent-native-remote",
     make: () => new ToolAgentNative(),
   });
+  // A rubric over the protocol: /score answers each grade's components.
+  const rubric = await startRemoteEnvFixture(REMOTE_ENV_TOKEN, {
+    name: "rubric-quiz-remote",
+    make: () => new RubricQuiz(),
+  });
   project.provide("remoteEnvUrl", fixture.url);
   project.provide(
     "remoteEnvs",
     JSON.stringify({
       "guess-number-remote": fixture.url,
       "tool-agent-native-remote": native.url,
+      "rubric-quiz-remote": rubric.url,
       "remote-down": await deadUrl(),
     }),
   );
@@ -34,5 +41,6 @@ export default async function setup(project: TestProject) {
   return async () => {
     await close(fixture.server);
     await close(native.server);
+    await close(rubric.server);
   };
 }

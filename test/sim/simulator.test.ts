@@ -82,13 +82,13 @@ describe("the inference simulator", () => {
     expect(models.data[0]?.id).toBe("sim");
   });
 
-  it("plays only the model sim, and refuses any other name as vLLM does, saying what it plays", async () => {
+  it("plays only the models sim and judge, and refuses any other name as vLLM does, saying what it plays", async () => {
     const refused = await complete({ model: "Qwen/Qwen3-8B" });
     expect(refused.status).toBe(404);
     const { error } = JSON.parse(refused.text);
     expect(error.type).toBe("NotFoundError");
     expect(error.message).toMatch(/^The model `Qwen\/Qwen3-8B` does not exist\./);
-    expect(error.message).toMatch(/plays one model, `sim`/);
+    expect(error.message).toMatch(/plays `sim` \(the CLI's default --model\) and a judge, `judge`/);
     expect(error.message).toMatch(/--inference-url/);
     for (const path of ["/completions"]) {
       const answer = await fetch(`${sim.url}${path}`, {

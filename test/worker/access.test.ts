@@ -32,6 +32,7 @@ describe("access by role", () => {
     ["/v1/batches/b_x/ack", post({}), ["trainer"]],
     ["/v1/runs/access/policy", post({ version: 1 }), ["trainer"]],
     ["/v1/datasets/access", post({}), ["trainer"]],
+    ["/v1/groups/g_00000000000000000000000/rescore", post({}), ["trainer"]],
     // A producer follows the groups it starts; producer and trainer both follow their run (its
     // progress, pacing and policy).
     ["/v1/groups/g_00000000000000000000000", {}, ["reader", "producer"]],

@@ -11,6 +11,7 @@ import {
   errorOf,
   getJson,
   guessExample,
+  leaseBatch,
   postGroup,
   startGroup,
   TOKENS,
@@ -62,6 +63,13 @@ describe("environment versions", () => {
     expect(await versionsOf("episodes", "ver-remote")).toEqual([REMOTE_GUESS_NUMBER_VERSION]);
     const landed = await getJson<{ env_version: string | null }>(`/v1/groups/${ids[1]}`);
     expect(landed.env_version).toBe(REMOTE_GUESS_NUMBER_VERSION);
+    // And served with the group, so a trainer can tell two rule sets apart in one batch.
+    const leased = await leaseBatch({
+      run_id: "ver-remote",
+      max_groups: 10,
+      skip_uniform_groups: false,
+    });
+    expect(leased.body.groups.map((g) => g.env_version)).toEqual([REMOTE_GUESS_NUMBER_VERSION]);
   });
 
   it("may be pinned: the declared one runs, another is a 409 naming both, storing nothing", async () => {

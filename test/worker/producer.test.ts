@@ -280,6 +280,42 @@ describe("a run's producer", () => {
     expect(row?.id).toBe(made);
   });
 
+  it("after a stop, finds a start it never heard back from under its key, or counts it cancelled", async () => {
+    // Planted as a stop leaves them while a tick's sends are on the wire: two starts written,
+    // one of which reached its group. The run is paused so the producer sends nothing itself.
+    const run = "prod-stop-unanswered";
+    await upload(run, questions("pu", 3));
+    await setPolicy(run, { version: 0, paused: true });
+    const body = { env: "exact-answer", dataset: run, group_size: 2, max_in_flight: 2, sampling };
+    expect((await postProducer(run, body)).status).toBe(202);
+    const stub = env.PRODUCER.get(env.PRODUCER.idFromName(run));
+    const digest = await runInDurableObject(stub, (_producer, state) => {
+      state.storage.sql.exec(
+        "INSERT INTO starts (key, epoch, pos, attempt, status) VALUES ('new:0:0', 0, 0, 0, 'starting'), ('new:0:1', 0, 1, 0, 'starting')",
+      );
+      state.storage.sql.exec("UPDATE producer SET slot = 2");
+      return String(state.storage.sql.exec("SELECT plan_digest FROM producer").one().plan_digest);
+    });
+    const key = await producerKey(run, digest, { epoch: 0, exampleId: "pu-0", attempt: 0 });
+    const example = questions("pu", 3)[0];
+    const group = { env: "exact-answer", example, group_size: 2, run_id: run, sampling };
+    expect((await postGroup(group, { "idempotency-key": key })).status).toBe(202);
+    const stopped = await api(`/v1/runs/${run}/producer`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${TOKENS.producer}` },
+    });
+    expect(await stopped.json<ProducerView>()).toMatchObject({ groups_in_flight: 2 });
+    await setPolicy(run, { version: 0, paused: false });
+    await until(async () => (await producerOf(run)).groups_in_flight === 0, "both settled");
+    expect(await producerOf(run)).toMatchObject({
+      state: "stopped",
+      groups_started: 1,
+      groups_landed: 1,
+      cancelled: 1,
+    });
+    expect(await groupsByExample(run)).toEqual({ "pu-0": 1 });
+  });
+
   it("stops on DELETE: groups in flight land, no new one starts", async () => {
     await upload("prod-stop", questions("ps", 12));
     await postProducer("prod-stop", {
@@ -297,10 +333,24 @@ describe("a run's producer", () => {
     expect(stopped.status).toBe(200);
     const view = await stopped.json<ProducerView>();
     expect(view).toMatchObject({ state: "stopped", reason: "stopped by DELETE" });
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    const groups = Object.values(await groupsByExample("prod-stop")).reduce((a, b) => a + b, 0);
-    expect(groups).toBe(view.groups_started);
+    // Stopped, it still follows what it started: its counts end with nothing in flight.
+    await until(
+      async () => (await producerOf("prod-stop")).groups_in_flight === 0,
+      "the stopped producer's groups followed to their landing",
+    );
+    const final = await producerOf("prod-stop");
+    const rows = await d1<{ status: string; n: number }>(
+      "SELECT status, COUNT(*) AS n FROM groups WHERE run_id = ? GROUP BY status",
+      "prod-stop",
+    );
+    const groups = rows.reduce((sum, r) => sum + r.n, 0);
+    expect(rows.every((r) => r.status !== "running")).toBe(true);
+    expect(final.groups_landed + final.groups_failed).toBe(groups);
+    expect(final.groups_started).toBe(groups);
+    // A start the stop caught unanswered either reached its group or is counted cancelled.
+    expect(final.groups_started + final.cancelled).toBe(view.groups_started);
     expect(groups).toBeLessThan(12);
+    expect(final).toMatchObject({ state: "stopped", reason: "stopped by DELETE" });
   });
 
   it("refuses a bad request before it exists: unknown dataset, bad field, version, role", async () => {
@@ -318,6 +368,17 @@ describe("a run's producer", () => {
     const pinned = await postProducer("prod-refused", { ...base, env_version: "0.9" });
     expect(pinned.status).toBe(409);
     expect((await errorOf(pinned)).code).toBe("env_version_mismatch");
+    // The first example is checked whole, as a group's start checks it: exact-answer needs `output`.
+    await upload("prod-refuse-first", [{ id: "no-output", input: "2 + 2?" }]);
+    const refusedFirst = await postProducer("prod-refused", {
+      ...base,
+      dataset: "prod-refuse-first",
+    });
+    expect(refusedFirst.status).toBe(422);
+    expect(await errorOf(refusedFirst)).toMatchObject({
+      code: "example_rejected",
+      message: expect.stringContaining("example.output"),
+    });
     const reader = await postProducer("prod-refused", base, TOKENS.reader);
     expect(reader.status).toBe(403);
     expect((await api("/v1/runs/prod-refused/producer")).status).toBe(404);

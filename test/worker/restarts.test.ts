@@ -8,7 +8,7 @@ import { rolloutGroup } from "../../src/rollout/bindings";
 import type { LiveEpisode } from "../../src/rollout/group-api";
 import type { RolloutGroup } from "../../src/rollout/group-object";
 import { END, TERMINAL_STATES } from "../../src/rollout/outcomes";
-import type { EnvironmentEpisode, TaskExample } from "../../src/sdk";
+import type { EnvironmentEpisode, ScoreContext, TaskExample } from "../../src/sdk";
 import {
   count,
   getGroup,
@@ -28,12 +28,16 @@ import { registerTestEnvironment } from "./test-environments";
 const graded = new Set<string>();
 const letGo = new Set<string>();
 class SlowFirstScoring extends GuessNumber {
-  override async scoreEpisodes(example: TaskExample, episodes: readonly EnvironmentEpisode[]) {
+  override async scoreEpisodes(
+    example: TaskExample,
+    episodes: readonly EnvironmentEpisode[],
+    contexts?: readonly ScoreContext[],
+  ) {
     if (!graded.has(example.id)) {
       graded.add(example.id);
       while (!letGo.has(example.id)) await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    return super.scoreEpisodes(example, episodes);
+    return super.scoreEpisodes(example, episodes, contexts);
   }
 }
 registerTestEnvironment("slow-first-scoring", () => new SlowFirstScoring());

@@ -8,6 +8,7 @@ import {
   ChatMessageSchema,
   EnvironmentTurnSchema,
   JsonObjectSchema,
+  RewardComponentSchema,
   TaskExampleSchema,
   ToolDefinitionsSchema,
 } from "../../sdk";
@@ -74,6 +75,8 @@ export const ScoreResponseSchema = z.object({
       score: z.number(),
       threshold: z.number().nullish(),
       metadata: JsonObjectSchema.default({}),
+      /** A rubric's parts; the score must be their weighted sum. */
+      components: z.array(RewardComponentSchema).nullish(),
     }),
   ),
 });

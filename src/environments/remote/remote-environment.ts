@@ -142,6 +142,7 @@ export class RemoteEnvironment extends EnvironmentMultiTurn {
       score: r.score,
       threshold: r.threshold ?? undefined,
       metadata: r.metadata,
+      ...(r.components ? { components: r.components } : {}),
     }));
   }
 }

@@ -4,6 +4,7 @@
  * in-memory mirror that moves on only once a write has committed.
  */
 import { z } from "zod";
+import type { JudgementRecord } from "../../judges/host-judge";
 import { type RewardResult, RewardResultSchema } from "../../sdk";
 import {
   type EndReason,
@@ -43,6 +44,10 @@ export interface EpisodeRow {
   host: string | null;
   /** Tokens its generations had produced when an interrupting pause aborted them, not kept. */
   discardedTokens: number;
+  /** Every judge call its grading made (src/judges/host-judge.ts), in order. */
+  judgements: JudgementRecord[];
+  /** The end it played to, when its grading then failed it (a re-score restores it). */
+  playedEndReason: EndReason | null;
 }
 
 /** What the host counted of an episode so far. */
@@ -81,6 +86,8 @@ function toEpisode(r: Row): EpisodeRow {
     perTurnAdvantages: numbersOrNull(r.per_turn_advantages),
     host: textOrNull(r.host),
     discardedTokens: Number(r.discarded_tokens),
+    judgements: jsonOf(r.judgements) as JudgementRecord[],
+    playedEndReason: EndReasonSchema.nullable().parse(r.played_end_reason),
   };
 }
 
@@ -105,6 +112,8 @@ const UPDATABLE = [
   "perTurnAdvantages",
   "host",
   "discardedTokens",
+  "judgements",
+  "playedEndReason",
 ] as const;
 
 /** An episode as `insert` writes it, and as the table's defaults fill it in. */
@@ -131,6 +140,8 @@ function newEpisode(idx: number, startedAt: number): EpisodeRow {
     perTurnAdvantages: null,
     host: null,
     discardedTokens: 0,
+    judgements: [],
+    playedEndReason: null,
   };
 }
 
@@ -177,6 +188,7 @@ export class EpisodesTable {
         reward: json(patch.reward),
         perTurnRewards: json(patch.perTurnRewards),
         perTurnAdvantages: json(patch.perTurnAdvantages),
+        judgements: json(patch.judgements),
       },
       idx,
     );
@@ -220,9 +232,20 @@ export class EpisodesTable {
     this.change(idx, ends ? { responseText } : { responseText, state: "generating" });
   }
 
-  /** It ended with a recorded status and reason; a failure also keeps its detail. */
+  /** Judge calls its grading made, after those of earlier gradings. */
+  judged(idx: number, records: readonly JudgementRecord[]): void {
+    if (records.length > 0)
+      this.change(idx, { judgements: [...this.get(idx).judgements, ...records] });
+  }
+
+  /**
+   * It ended with a recorded status and reason; a failure also keeps its detail. An episode that
+   * had ended already (its grading failed it) keeps the end it played to.
+   */
   ended(idx: number, end: EpisodeEnd, finishedAt: number): void {
+    const before = this.get(idx);
     this.change(idx, {
+      ...(TERMINAL_STATES.includes(before.state) ? { playedEndReason: before.endReason } : {}),
       state: end.state,
       endReason: end.reason,
       failureReason: end.state === "failed" ? end.reason : null,

@@ -188,6 +188,14 @@ CREATE TABLE interrupted_turns (
   PRIMARY KEY (idx, turn)
 );`;
 
+/**
+ * Version 6: judged rewards. Each episode keeps the judge calls its grading made, and the end it
+ * played to when a failed grading (`judge_error`, `score_error`) ended it failed.
+ */
+const JUDGED = `
+ALTER TABLE episodes ADD COLUMN judgements TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE episodes ADD COLUMN played_end_reason TEXT;`;
+
 const sql = (text: string) => (db: SqlStorage) => {
   db.exec(text);
 };
@@ -198,4 +206,5 @@ export const GROUP_MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "hosts of a fleet: routing, answers, failures", up: sql(FLEET) },
   { version: 4, name: "tokens discarded by interrupted generations", up: sql(INTERRUPTS) },
   { version: 5, name: "tokens kept of interrupted token-in turns", up: sql(KEPT_TOKENS) },
+  { version: 6, name: "judge calls, and the end a failed grading replaced", up: sql(JUDGED) },
 ];
