@@ -80,7 +80,9 @@ export async function judgeFaults(
       const calls = verdicts.reduce((sum, r) => sum + Number(r.calls), 0);
       const problems = unfounded.length + misreported.length;
       const first = [...misreported, ...unfounded][0];
-      const example = first ? ` (first: ${first.end_reason}: ${String(first.failure_detail).slice(0, 160)})` : "";
+      const example = first
+        ? ` (first: ${first.end_reason}: ${String(first.failure_detail).slice(0, 160)})`
+        : "";
       return {
         fault: `judge: ${c.label}`,
         tried: `${groups} judged-answer groups, ${check.expected} episodes, ${calls} judge calls (${c.model})`,

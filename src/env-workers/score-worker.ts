@@ -5,7 +5,7 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { configFrom, judgeEndpoint } from "../config";
 import { loadEnvironment } from "../environments/registry";
-import { HostJudge, type JudgeSlots, type JudgementRecord } from "../judges/host-judge";
+import { HostJudge, type JudgementRecord, type JudgeSlots } from "../judges/host-judge";
 import {
   type EnvironmentEpisode,
   errorMessage,
@@ -62,19 +62,20 @@ export class ScoreWorker extends WorkerEntrypoint<Env> implements ScoreWorkerApi
       model: config.JUDGE_MODEL,
       timeoutMs,
       maxAttempts: config.JUDGE_MAX_ATTEMPTS,
-      slots: this.slots(timeoutMs),
+      slots: this.slots(config.JUDGE_MAX_INFLIGHT, timeoutMs),
     };
     const deadlineAt = Date.now() + Math.max(0, request.timeoutMs - ANSWER_MARGIN_MS);
     return request.episodes.map(() => new HostJudge(settings, deadlineAt));
   }
 
   /** A slot of the deployment's judge gate for each call, leased a little past its deadline. */
-  private slots(callMs: number): JudgeSlots {
+  private slots(limit: number, callMs: number): JudgeSlots {
     const gate = this.env.JUDGE_GATE.get(this.env.JUDGE_GATE.idFromName("judges"));
     return {
       async hold(deadlineAt, call) {
         const ticket = crypto.randomUUID();
-        if (!(await gate.acquire(ticket, callMs + 5000, deadlineAt - Date.now()))) return null;
+        const waitMs = deadlineAt - Date.now();
+        if (!(await gate.acquire(ticket, limit, callMs + 5000, waitMs))) return null;
         try {
           return await call();
         } finally {

@@ -9,7 +9,6 @@
  * another to settle is cancelled by the runtime as hung. An object can.)
  */
 import { DurableObject } from "cloudflare:workers";
-import { configFrom } from "../config";
 
 interface Waiter {
   ticket: string;
@@ -23,9 +22,15 @@ export class JudgeGate extends DurableObject<Env> {
   private readonly held = new Map<string, number>();
   private readonly waiting: Waiter[] = [];
   private timer: ReturnType<typeof setTimeout> | null = null;
+  /** JUDGE_MAX_INFLIGHT, as the last caller read it from its configuration. */
+  private limit = 1;
 
-  /** Waits for a slot until `waitMs` from now: true once held (for `leaseMs`), false if none came. */
-  async acquire(ticket: string, leaseMs: number, waitMs: number): Promise<boolean> {
+  /**
+   * Waits for one of `limit` slots until `waitMs` from now: true once held (for `leaseMs`), false
+   * if none came.
+   */
+  async acquire(ticket: string, limit: number, leaseMs: number, waitMs: number): Promise<boolean> {
+    this.limit = limit;
     return new Promise<boolean>((answer) => {
       this.waiting.push({ ticket, leaseMs, until: Date.now() + waitMs, answer });
       this.pump();
@@ -40,11 +45,7 @@ export class JudgeGate extends DurableObject<Env> {
   /** Calls held now and waiting: what a test or an operator reads. */
   async load(): Promise<{ held: number; waiting: number; limit: number }> {
     this.pump();
-    return { held: this.held.size, waiting: this.waiting.length, limit: this.limit() };
-  }
-
-  private limit(): number {
-    return configFrom(this.env).JUDGE_MAX_INFLIGHT;
+    return { held: this.held.size, waiting: this.waiting.length, limit: this.limit };
   }
 
   private pump(): void {
@@ -56,7 +57,7 @@ export class JudgeGate extends DurableObject<Env> {
       this.waiting.splice(i, 1);
       waiter.answer(false);
     }
-    while (this.held.size < this.limit() && this.waiting.length > 0) {
+    while (this.held.size < this.limit && this.waiting.length > 0) {
       const waiter = this.waiting.shift() as Waiter;
       this.held.set(waiter.ticket, now + waiter.leaseMs);
       waiter.answer(true);

@@ -12,11 +12,11 @@ describe("the judge gate", () => {
     const limit = configFrom(env).JUDGE_MAX_INFLIGHT;
     const g = gate("gate-order");
     const held = await Promise.all(
-      Array.from({ length: limit }, (_, i) => g.acquire(`t${i}`, 60_000, 1000)),
+      Array.from({ length: limit }, (_, i) => g.acquire(`t${i}`, limit, 60_000, 1000)),
     );
     expect(held.every(Boolean)).toBe(true);
-    const first = g.acquire("late-1", 60_000, 5000);
-    const second = g.acquire("late-2", 60_000, 5000);
+    const first = g.acquire("late-1", limit, 60_000, 5000);
+    const second = g.acquire("late-2", limit, 60_000, 5000);
     expect(await g.load()).toEqual({ held: limit, waiting: 2, limit });
     await g.release("t0");
     expect(await first).toBe(true);
@@ -28,14 +28,15 @@ describe("the judge gate", () => {
   it("tells a waiter no at its deadline, and frees a slot whose lease ended", async () => {
     const limit = configFrom(env).JUDGE_MAX_INFLIGHT;
     const g = gate("gate-leases");
-    for (let i = 1; i < limit; i++) expect(await g.acquire(`s${i}`, 60_000, 1000)).toBe(true);
+    for (let i = 1; i < limit; i++)
+      expect(await g.acquire(`s${i}`, limit, 60_000, 1000)).toBe(true);
     // The last slot's holder "dies": its lease ends 300 ms on, and a waiter gets the slot then.
     const started = Date.now();
-    expect(await g.acquire("doomed", 300, 1000)).toBe(true);
-    expect(await g.acquire("heir", 60_000, 5000)).toBe(true);
+    expect(await g.acquire("doomed", limit, 300, 1000)).toBe(true);
+    expect(await g.acquire("heir", limit, 60_000, 5000)).toBe(true);
     expect(Date.now() - started).toBeGreaterThanOrEqual(200);
     // Every slot is held for a minute now: a waiter of 200 ms is told no.
-    expect(await g.acquire("impatient", 60_000, 200)).toBe(false);
+    expect(await g.acquire("impatient", limit, 60_000, 200)).toBe(false);
     expect(await g.load()).toEqual({ held: limit, waiting: 0, limit });
   });
 });
