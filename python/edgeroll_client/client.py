@@ -235,6 +235,11 @@ class EdgerollClient:
     def release(self, batch_id: str) -> dict[str, Any]:
         return self._request("POST", f"/v1/batches/{batch_id}/release", {})
 
+    def rescore(self, group_id: str, all: bool = False) -> dict[str, Any]:
+        """Grades a landed group's judge_error episodes again (every episode that played to an
+        end, with all=True), once the judge is back: {group_id, rescored, judge_errors, group}."""
+        return self._request("POST", f"/v1/groups/{group_id}/rescore", {"all": all})
+
     @contextmanager
     def leased(self, **request: Any) -> Iterator[Batch]:
         """Acks the batch when the block finishes; releases it at once if the block raises."""

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { isGroupId } from "../rollout/group-ids";
 import { rescoreGroup } from "../rollout/rescore";
 import { findGroupView } from "../views/group-view";
+import { rescoredView } from "../views/responses";
 import { ApiError } from "./errors";
 import { validated } from "./validated";
 
@@ -47,12 +48,6 @@ export const rescoreRoutes = new Hono<{ Bindings: Env }>().post(
           throw new ApiError(503, "score_unavailable", result.message);
       }
     }
-    const group = await findGroupView(c.env, id);
-    return c.json({
-      group_id: id,
-      rescored: result.rescored,
-      judge_errors: result.judgeErrors,
-      group,
-    });
+    return c.json(rescoredView(id, result, await findGroupView(c.env, id)));
   },
 );

@@ -25,6 +25,7 @@ import type {
   EpisodePage,
   ExampleValidation,
   ReleaseResult,
+  RescoreResult,
   RunProgress,
   StartedGroup,
 } from "../views/responses";
@@ -53,6 +54,7 @@ export type {
   ExampleValidation,
   ExampleVerdict,
   ReleaseResult,
+  RescoreResult,
   RunProgress,
   StartedGroup,
   TrainerEpisode,
@@ -548,5 +550,13 @@ export class EdgerollClient {
 
   release(batchId: string): Promise<ReleaseResult> {
     return this.request("POST", `/v1/batches/${encodeURIComponent(batchId)}/release`, {}, {}, true);
+  }
+
+  /**
+   * Grades a landed group's `judge_error` episodes again (every episode that played to an end,
+   * with `all`), once the judge is back; not retried here, as each try asks the judge again.
+   */
+  rescore(groupId: string, options: { all?: boolean } = {}): Promise<RescoreResult> {
+    return this.request("POST", `/v1/groups/${encodeURIComponent(groupId)}/rescore`, options);
   }
 }

@@ -7,6 +7,7 @@ import type { RunPolicy } from "../db/run-policies";
 import type { GroupStatus } from "../domain/group-status";
 import { pacing } from "../policy/pacing";
 import { episodeForTrainer, type groupForTrainer } from "../trainer/batch-format";
+import type { GroupView } from "./group-view";
 import { policyView } from "./policy-view";
 
 /** `GET /healthz`: the Worker answers. */
@@ -45,6 +46,24 @@ export function validationView(env: string, checked: number, rejected: ExampleVe
 export function startedGroupView(groupId: string, created: boolean) {
   return { group_id: groupId, status_url: `/v1/groups/${groupId}`, created };
 }
+
+/**
+ * `POST /v1/groups/:id/rescore`: how many episodes were graded again, how many the judge still
+ * could not grade, and the group as it stands now.
+ */
+export function rescoredView(
+  groupId: string,
+  rescored: { rescored: number; judgeErrors: number },
+  group: GroupView | null,
+) {
+  return {
+    group_id: groupId,
+    rescored: rescored.rescored,
+    judge_errors: rescored.judgeErrors,
+    group,
+  };
+}
+export type RescoreResult = ReturnType<typeof rescoredView>;
 
 /** `GET /v1/runs/:id`: groups of a run by status, from one query. */
 export function runProgressView(
