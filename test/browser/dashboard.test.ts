@@ -52,8 +52,8 @@ describe("the dashboard", () => {
   it("plots reward distributions, success rates and reward by policy version", async () => {
     await page.goto(`${stack.apiUrl}/?run=${RUN}`);
     const histograms = page.getByTestId("reward-histogram");
-    expect(await histograms.count()).toBe(3);
-    for (const env of ["guess-number", "tool-agent", "exact-answer"]) {
+    expect(await histograms.count()).toBe(4);
+    for (const env of ["guess-number", "tool-agent", "exact-answer", "judged-answer"]) {
       const plot = histograms.filter({ hasText: env });
       const heights = await plot
         .locator("rect")
@@ -64,7 +64,7 @@ describe("the dashboard", () => {
       ).toBe(true);
     }
     const success = page.getByTestId("success-rate-chart");
-    expect(await success.locator("text", { hasText: "%" }).count()).toBe(3);
+    expect(await success.locator("text", { hasText: "%" }).count()).toBe(4);
     const trend = page.getByTestId("policy-version-chart");
     expect(await trend.locator("polyline").count()).toBeGreaterThanOrEqual(1);
     expect(await trend.locator("circle").count()).toBeGreaterThanOrEqual(4);

@@ -154,7 +154,7 @@ describe("edgeroll env new", () => {
       /^FAIL {2}steps deterministic under replay +example broken-env-1, turn 0: stepEpisode gave different results/m,
     );
     expect(result.stdout).toMatch(
-      /^FAIL {2}rewards finite +example broken-env-1, gold episode: scoreEpisodes: score: .*NaN/m,
+      /^FAIL {2}rewards finite +example broken-env-1, gold episode: scoreEpisode: score: .*NaN/m,
     );
     expect(result.stdout).toMatch(/broken-env: FAIL \(\d+ of 12 checks failed\)/);
   }, 60_000);

@@ -14,12 +14,18 @@ describe("the Worker", () => {
     expect(await response.json()).toEqual({
       environments: expect.arrayContaining([
         "exact-answer",
+        "judged-answer",
         "guess-number",
         "tool-agent",
         "tool-agent-native",
       ]),
       // test/setup/remote-env-host.ts configures these (REMOTE_ENVS), in their order
-      remote: ["guess-number-remote", "tool-agent-native-remote", "remote-down"],
+      remote: [
+        "guess-number-remote",
+        "tool-agent-native-remote",
+        "rubric-quiz-remote",
+        "remote-down",
+      ],
     });
   });
 });

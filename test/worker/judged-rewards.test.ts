@@ -3,10 +3,12 @@
 // and from a remote environment; a judge (the simulator's `judge` model, over HTTP) that fails
 // once is retried and the episode scored; one that never grades ends the episode `judge_error`
 // with no score (never 0), and every call is in `judgements` with its attempt.
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { EdgerollClient } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
 import type { TaskExample } from "../../src/sdk";
-import { d1, getGroup, leaseBatch, post, startGroup, TOKENS, waitForGroup } from "./helpers";
+import { BASE, d1, getGroup, leaseBatch, post, startGroup, TOKENS, waitForGroup } from "./helpers";
 
 interface EpisodeRow {
   id: string;
@@ -243,13 +245,19 @@ describe("re-scoring", () => {
     expect((await getGroup(group)).status).toBe("failed");
     const refused = await leaseBatch({ run_id: "rescore-back", max_groups: 5 });
     expect(refused.body.groups).toEqual([]);
-    const rescored = await post<{ rescored: number; judge_errors: number }>(
-      `/v1/groups/${group}/rescore`,
-      {},
-      { authorization: `Bearer ${TOKENS.trainer}` },
-    );
-    expect(rescored.status).toBe(200);
-    expect(rescored.body).toMatchObject({ rescored: 1, judge_errors: 0 });
+    // As a trainer's client asks it.
+    const trainer = new EdgerollClient({
+      baseUrl: BASE,
+      token: TOKENS.trainer,
+      fetch: (input, init) => exports.default.fetch(input, init),
+    });
+    const rescored = await trainer.rescore(group);
+    expect(rescored).toMatchObject({
+      group_id: group,
+      rescored: 1,
+      judge_errors: 0,
+      group: { status: "landed" },
+    });
     const [episode] = await episodesOf(group);
     expect(episode).toMatchObject({
       status: "completed",

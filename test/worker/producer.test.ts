@@ -289,22 +289,24 @@ describe("a run's producer", () => {
     const body = { env: "exact-answer", dataset: run, group_size: 2, max_in_flight: 2, sampling };
     expect((await postProducer(run, body)).status).toBe(202);
     const stub = env.PRODUCER.get(env.PRODUCER.idFromName(run));
-    const digest = await runInDurableObject(stub, (_producer, state) => {
-      state.storage.sql.exec(
-        "INSERT INTO starts (key, epoch, pos, attempt, status) VALUES ('new:0:0', 0, 0, 0, 'starting'), ('new:0:1', 0, 1, 0, 'starting')",
-      );
-      state.storage.sql.exec("UPDATE producer SET slot = 2");
-      return String(state.storage.sql.exec("SELECT plan_digest FROM producer").one().plan_digest);
-    });
+    const digest = await runInDurableObject(stub, (_producer, state) =>
+      String(state.storage.sql.exec("SELECT plan_digest FROM producer").one().plan_digest),
+    );
+    // The start that reached its group: the group first, made under the start's key.
     const key = await producerKey(run, digest, { epoch: 0, exampleId: "pu-0", attempt: 0 });
     const example = questions("pu", 3)[0];
     const group = { env: "exact-answer", example, group_size: 2, run_id: run, sampling };
     expect((await postGroup(group, { "idempotency-key": key })).status).toBe(202);
-    const stopped = await api(`/v1/runs/${run}/producer`, {
-      method: "DELETE",
-      headers: { authorization: `Bearer ${TOKENS.producer}` },
+    // Then both starts written and the stop, in one go inside the object: a tick in between
+    // would send the unanswered starts itself (whatever the room).
+    const stopped = await runInDurableObject(stub, async (producer, state) => {
+      state.storage.sql.exec(
+        "INSERT INTO starts (key, epoch, pos, attempt, status) VALUES ('new:0:0', 0, 0, 0, 'starting'), ('new:0:1', 0, 1, 0, 'starting')",
+      );
+      state.storage.sql.exec("UPDATE producer SET slot = 2");
+      return producer.stop("stopped by the test");
     });
-    expect(await stopped.json<ProducerView>()).toMatchObject({ groups_in_flight: 2 });
+    expect(stopped).toMatchObject({ state: "stopped", groups_in_flight: 2 });
     await setPolicy(run, { version: 0, paused: false });
     await until(async () => (await producerOf(run)).groups_in_flight === 0, "both settled");
     expect(await producerOf(run)).toMatchObject({

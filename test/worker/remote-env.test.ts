@@ -66,6 +66,7 @@ describe("remote environments", () => {
     expect(listed.remote.sort()).toEqual([
       "guess-number-remote",
       "remote-down",
+      "rubric-quiz-remote",
       "tool-agent-native-remote",
     ]);
   });
