@@ -68,13 +68,17 @@ function episodeAgain(
   });
 }
 
-/** The episodes a re-score grades: those the judge failed, or every one that played to an end. */
+/**
+ * The episodes a re-score grades: those the judge failed, or every one that played to an end. A
+ * failed grading is graded again only when the end it replaced is known (`played_end_reason`:
+ * episodes landed before it was kept have nothing to restore).
+ */
 function targets(rows: readonly EpisodeRecord[], all: boolean): EpisodeRecord[] {
-  return rows.filter((e) =>
-    e.endReason === END.judge_error || e.endReason === END.score_error
-      ? e.endReason === END.judge_error || all
-      : all && e.status !== "failed",
-  );
+  return rows.filter((e) => {
+    if (e.status !== "failed") return all;
+    if (e.playedEndReason === null) return false;
+    return e.endReason === END.judge_error || (all && e.endReason === END.score_error);
+  });
 }
 
 export async function rescoreGroup(
