@@ -56,6 +56,18 @@ type CallResult =
 /** Generous for a JSON verdict with a sentence of reason, short enough to bound a rambler. */
 const MAX_VERDICT_TOKENS = 512;
 
+/**
+ * A judgement keeps at most this much of each message and of the answer: a judge shown a long
+ * transcript is recorded all the same, and its row stays far inside D1's limits.
+ */
+const KEPT_CHARS = 16_000;
+
+function kept(text: string): string {
+  return text.length <= KEPT_CHARS
+    ? text
+    : `${text.slice(0, KEPT_CHARS)}… [${text.length - KEPT_CHARS} more characters not kept]`;
+}
+
 export class HostJudge implements Judge {
   /** Every call this judge made, in order. */
   readonly records: JudgementRecord[] = [];
@@ -99,8 +111,8 @@ export class HostJudge implements Judge {
       this.records.push({
         component: request.component,
         model,
-        prompt,
-        response: result.response,
+        prompt: prompt.map((m) => ({ ...m, content: kept(m.content) })),
+        response: kept(result.response),
         value: result.ok ? result.verdict.score : null,
         reason: result.ok ? result.verdict.reason : null,
         error: result.ok ? null : result.error,

@@ -21,6 +21,7 @@ import {
   errorMessage,
   rewardSuccess,
 } from "../sdk";
+import { wireMessage } from "../trainer/batch-format";
 import { withTimeout } from "../utils/timeout";
 import { scoreWorker } from "./bindings";
 import { type GradedMember, groupCredit, groupSummary } from "./group-grades";
@@ -42,16 +43,9 @@ export interface Rescored {
 }
 
 /** A message as the environment's scorer saw it: the loop's `sampled` mark back in metadata. */
-function chatMessage(m: MessageRecord): ChatMessage {
+function scoredMessage(m: MessageRecord): ChatMessage {
   const metadata = { ...(m.metadata ?? {}), ...(m.sampled ? { sampled: true } : {}) };
-  return {
-    role: m.role,
-    content: m.content,
-    ...(m.name === null ? {} : { name: m.name }),
-    ...(m.toolCalls === null ? {} : { tool_calls: m.toolCalls }),
-    ...(m.toolCallId === null ? {} : { tool_call_id: m.toolCallId }),
-    ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
-  };
+  return { ...wireMessage(m), ...(Object.keys(metadata).length > 0 ? { metadata } : {}) };
 }
 
 function episodeAgain(
@@ -59,7 +53,7 @@ function episodeAgain(
   transcript: readonly MessageRecord[],
 ): EnvironmentEpisode {
   return assembleEpisode({
-    messages: transcript.map(chatMessage),
+    messages: transcript.map(scoredMessage),
     openingCount: transcript.filter((m) => m.turn === null).length,
     responseText: episode.responseText,
     steps: episode.stepMetadata ?? [],
@@ -68,13 +62,17 @@ function episodeAgain(
   });
 }
 
-/** The episodes a re-score grades: those the judge failed, or every one that played to an end. */
+/**
+ * The episodes a re-score grades: those the judge failed, or every one that played to an end. A
+ * failed grading is graded again only when the end it replaced is known (`played_end_reason`:
+ * episodes landed before it was kept have nothing to restore).
+ */
 function targets(rows: readonly EpisodeRecord[], all: boolean): EpisodeRecord[] {
-  return rows.filter((e) =>
-    e.endReason === END.judge_error || e.endReason === END.score_error
-      ? e.endReason === END.judge_error || all
-      : all && e.status !== "failed",
-  );
+  return rows.filter((e) => {
+    if (e.status !== "failed") return all;
+    if (e.playedEndReason === null) return false;
+    return e.endReason === END.judge_error || (all && e.endReason === END.score_error);
+  });
 }
 
 export async function rescoreGroup(

@@ -43,7 +43,8 @@ const TRAINER_MESSAGE_COLUMNS = {
 
 type TrainerMessage = Pick<MessageRecord, keyof typeof TRAINER_MESSAGE_COLUMNS>;
 
-function chatMessage(m: TrainerMessage): ChatMessage {
+/** A landed message in OpenAI's wire shape (what a trainer reads, and a re-score grades). */
+export function wireMessage(m: TrainerMessage): ChatMessage {
   return {
     role: m.role,
     content: m.content,
@@ -65,8 +66,8 @@ function turnCredit(episode: EpisodeRecord, turn: number) {
 function sftRow(episode: EpisodeRecord, transcript: readonly TrainerMessage[]) {
   if (episode.success !== true) return { sft: null };
   try {
-    const prompt = transcript.filter((m) => m.turn === null).map(chatMessage);
-    const target = transcript.filter((m) => m.turn !== null).map(chatMessage);
+    const prompt = transcript.filter((m) => m.turn === null).map(wireMessage);
+    const target = transcript.filter((m) => m.turn !== null).map(wireMessage);
     const row = transcriptSftRow(episode.exampleId, prompt, target);
     return {
       sft: {
@@ -126,7 +127,7 @@ export function episodeForTrainer(
     ...(include.includes("messages")
       ? {
           messages: transcript.map((m) => ({
-            ...chatMessage(m),
+            ...wireMessage(m),
             sampled: m.sampled,
             turn: m.turn,
             ...(m.sampled && m.turn !== null && episode.status !== "failed"
