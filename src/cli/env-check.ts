@@ -13,10 +13,12 @@ import {
   loadEnvironment,
 } from "../environments/registry";
 import { RemoteEnvironment, remoteInfo } from "../environments/remote/remote-environment";
+import { HostJudge } from "../judges/host-judge";
 import {
   type CheckReport,
   checkEnvironment,
   type EnvironmentMultiTurn,
+  type Judge,
   parseDatasetJsonl,
 } from "../sdk";
 import { apiClient, DEFAULT_URL } from "./api-client";
@@ -54,6 +56,23 @@ export interface EnvCheckOptions {
   promptText: string;
   /** A remote environment server; `name` is then what its `/info` says unless given. */
   url?: string;
+  /** The judge a judged environment's score hooks ask (an OpenAI-compatible base URL). */
+  judgeUrl?: string;
+  judgeModel?: string;
+}
+
+/** The judge of `--judge-url`: the Worker's, one call at a time, each with a minute. */
+function cliJudge(baseUrl: string, model: string | undefined): Judge {
+  const settings = {
+    baseUrl,
+    apiKey: process.env.JUDGE_API_KEY,
+    model,
+    timeoutMs: 60_000,
+    maxAttempts: 3,
+    slots: { hold: <T>(_deadlineAt: number, call: () => Promise<T>) => call() },
+  };
+  // One judge for the whole check: its deadline is far past any call's.
+  return new HostJudge(settings, Number.POSITIVE_INFINITY);
 }
 
 /** The same checks, with every hook answered over HTTP (REMOTE_ENV_TOKEN as the bearer). */
@@ -125,6 +144,9 @@ async function checkWith(
     promptText: options.promptText,
     datasetProblems: problems,
     ...(goldOnlyFromRows === undefined ? {} : { goldOnlyFromRows }),
+    ...(options.judgeUrl === undefined
+      ? {}
+      : { judge: cliJudge(options.judgeUrl, options.judgeModel) }),
   });
   console.log(formatReport(name, report));
   return report.ok;

@@ -51,10 +51,21 @@ export function buildProgram(): Command {
     .option("--url <url>", "a remote environment server (docs/remote-env-protocol.md)")
     .option("--dataset <file>", "dataset JSONL (default: datasets/<name>.jsonl)")
     .option("--prompt-text <text>", "the run's prompt text", "")
+    .option(
+      "--judge-url <url>",
+      "the judge a judged environment's scoring asks (OpenAI-compatible, e.g. `edgeroll sim`'s /v1; JUDGE_API_KEY sent)",
+    )
+    .option("--judge-model <model>", "the judge's model (the simulator's: judge)", "judge")
     .action(
       async (
         name: string | undefined,
-        options: { dataset?: string; promptText: string; url?: string },
+        options: {
+          dataset?: string;
+          promptText: string;
+          url?: string;
+          judgeUrl?: string;
+          judgeModel: string;
+        },
       ) => {
         const { envCheck } = await import("./env-check");
         process.exitCode = (await envCheck(name, options)) ? 0 : 1;

@@ -33,6 +33,41 @@ describe("edgeroll env check", () => {
     );
   });
 
+  it("checks a judged environment against a judge host (--judge-url), and says none is there without one", async () => {
+    const alone = project.edgeroll("env", "check", "judged-answer");
+    expect(alone.status).toBe(1);
+    expect(alone.stdout).toMatch(/no judge is configured here \(component "correctness"\)/);
+    // The simulator, in a process of its own (the check blocks this one), as the judge.
+    const port = await freePort();
+    const sim = spawn(
+      process.execPath,
+      [join(project.dir, "bin/edgeroll.mjs"), "sim", "--port", String(port)],
+      { cwd: project.dir, stdio: "ignore" },
+    );
+    try {
+      for (let tries = 0; ; tries++) {
+        const up = await fetch(`http://127.0.0.1:${port}/v1/models`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (up) break;
+        if (tries > 100) throw new Error("the simulator did not start");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const judged = project.edgeroll(
+        "env",
+        "check",
+        "judged-answer",
+        "--judge-url",
+        `http://127.0.0.1:${port}/v1`,
+      );
+      expect(judged.stdout).toMatch(/judged-answer: PASS/);
+      expect(judged.status).toBe(0);
+    } finally {
+      sim.kill();
+    }
+  }, 60_000);
+
   it("reads another dataset with --dataset and reports its bad rows", () => {
     const file = join(project.dir, "bad.jsonl");
     writeFileSync(file, '{"id": "x", "input": "find it", "metadata": {"secret": 12}}\n{nope\n');
