@@ -77,29 +77,17 @@ async function withRunPolicy(
 type VersionedRequest = StartGroupRequest & { env_version: string };
 
 /**
- * The request with the version its environment declares: a group that pins another is a 409,
- * so a run never mixes two sets of rules unnoticed; one that pins none records the declared one.
+ * The request with the version its environment declares: a group that pins another is a 409
+ * naming both (`pinnedBy` says whose pin), so a run never mixes two sets of rules unnoticed; one
+ * that pins none records the declared one. A remote environment that does not answer `/info` is
+ * a 503.
  */
 async function withEnvVersion(
   request: StartGroupRequest,
   remote: RemoteEnvironments,
   pinnedBy: "group" | "producer",
 ): Promise<VersionedRequest> {
-  const declared = await declaredEnvVersion(request.env, request.env_version, remote, pinnedBy);
-  return { ...request, env_version: declared };
-}
-
-/**
- * The version the environment declares, which a pin must match: a 409 `env_version_mismatch`
- * naming both (`pinnedBy` says whose pin) when it does not, a 503 when a remote environment does
- * not answer `/info`.
- */
-async function declaredEnvVersion(
-  env: string,
-  pinned: string | undefined,
-  remote: RemoteEnvironments,
-  pinnedBy: "group" | "producer",
-): Promise<string> {
+  const { env, env_version: pinned } = request;
   const declared = await environmentVersion(env, remote).catch((error: unknown) => {
     if (error instanceof RemoteEnvError)
       throw new ApiError(
@@ -115,7 +103,7 @@ async function declaredEnvVersion(
       "env_version_mismatch",
       `env_version: the ${pinnedBy} pins "${pinned}" but environment "${env}" is at version "${declared}"`,
     );
-  return declared;
+  return { ...request, env_version: declared };
 }
 
 /** A tokenizer check that did not pass, as the API refuses the group: a 400, or a 503 to retry. */

@@ -96,20 +96,49 @@ export async function listEpisodes(
     .orderBy(asc(episodes.finishedAt), asc(episodes.id))
     .limit(limit)
     .all();
-  const ids = JSON.stringify(rows.map((r) => r.id));
-  const messageRows =
-    rows.length === 0
-      ? []
-      : await d1
-          .select()
-          .from(messages)
-          .where(sql`${messages.episodeId} IN (SELECT value FROM json_each(${ids}))`)
-          .orderBy(asc(messages.episodeId), asc(messages.seq))
-          .all();
-  const transcripts = new Map<string, MessageRecord[]>();
-  for (const m of messageRows)
-    transcripts.set(m.episodeId, [...(transcripts.get(m.episodeId) ?? []), m]);
+  const transcripts = await transcriptsOf(
+    db,
+    rows.map((r) => r.id),
+  );
   return { episodes: rows, transcripts };
+}
+
+/**
+ * The episodes' messages in order, by episode, from one query whose ids travel as one JSON
+ * parameter (however many: D1 binds at most 100 parameters a statement).
+ */
+export async function transcriptsOf(
+  db: D1Database,
+  episodeIds: readonly string[],
+): Promise<Map<string, MessageRecord[]>> {
+  const transcripts = new Map<string, MessageRecord[]>();
+  if (episodeIds.length === 0) return transcripts;
+  const rows = await drizzle(db)
+    .select()
+    .from(messages)
+    .where(
+      sql`${messages.episodeId} IN (SELECT value FROM json_each(${JSON.stringify(episodeIds)}))`,
+    )
+    .orderBy(asc(messages.episodeId), asc(messages.seq))
+    .all();
+  for (const m of rows) transcripts.set(m.episodeId, [...(transcripts.get(m.episodeId) ?? []), m]);
+  return transcripts;
+}
+
+/** The next sequence number of each episode's judge calls (absent: 0), for calls to come. */
+export async function nextJudgementSeqs(
+  db: D1Database,
+  episodeIds: readonly string[],
+): Promise<Map<string, number>> {
+  const rows = await drizzle(db)
+    .select({ episodeId: judgements.episodeId, last: sql<number>`MAX(${judgements.seq})` })
+    .from(judgements)
+    .where(
+      sql`${judgements.episodeId} IN (SELECT value FROM json_each(${JSON.stringify(episodeIds)}))`,
+    )
+    .groupBy(judgements.episodeId)
+    .all();
+  return new Map(rows.map((r) => [r.episodeId, Number(r.last) + 1]));
 }
 
 /**

@@ -89,16 +89,15 @@ export class HostJudge implements Judge {
       content,
       ...(name === undefined ? {} : { name }),
     }));
+    const recorded = prompt.map((m) => ({ ...m, content: kept(m.content) }));
+    const before = this.records.length;
     let last = "";
-    let calls = 0;
     for (let attempt = 1; attempt <= this.settings.maxAttempts; attempt++) {
-      const left = this.deadlineAt - Date.now();
-      if (left <= 0) {
+      if (this.deadlineAt <= Date.now()) {
         last = `${last}${last ? "; " : ""}no time left within SCORE_TIMEOUT_S`;
         break;
       }
       const started = Date.now();
-      calls++;
       // Measured again once a slot frees: time waiting behind other judge calls is time gone.
       const result = (await this.settings.slots.hold(this.deadlineAt, () =>
         this.call(model, prompt, Math.min(this.settings.timeoutMs, this.deadlineAt - Date.now())),
@@ -111,7 +110,7 @@ export class HostJudge implements Judge {
       this.records.push({
         component: request.component,
         model,
-        prompt: prompt.map((m) => ({ ...m, content: kept(m.content) })),
+        prompt: recorded,
         response: kept(result.response),
         value: result.ok ? result.verdict.score : null,
         reason: result.ok ? result.verdict.reason : null,
@@ -132,6 +131,7 @@ export class HostJudge implements Judge {
         await sleep(wait);
       }
     }
+    const calls = this.records.length - before;
     throw new JudgeError(
       `judge ${model} gave component "${request.component}" no grade in ${calls} call${calls === 1 ? "" : "s"}: ${last}`,
     );

@@ -297,7 +297,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     const producer = this.store.producer();
     if (producer === null) return;
     const example = this.store.example(start.pos);
-    const key = await startKey(this.store, producer, start);
+    const key = await startKey(producer, start, example.id);
     const template = groupTemplate(request) as Omit<AskedGroupRequest, "example" | "run_id">;
     const sampling = template.sampling;
     const seed = attemptSeed(sampling?.seed, start.epoch, start.attempt);

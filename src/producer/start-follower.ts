@@ -9,15 +9,15 @@ import { newGroupId } from "../rollout/group-ids";
 import type { ProducerRow, ProducerStorage, StartRow } from "./producer-storage";
 import { producerKey } from "./production-plan";
 
-/** The idempotency key a start is sent under (production-plan.ts). */
+/** The idempotency key a start of example `exampleId` is sent under (production-plan.ts). */
 export function startKey(
-  store: ProducerStorage,
   producer: ProducerRow,
   start: StartRow,
+  exampleId: string,
 ): Promise<string> {
   return producerKey(producer.runId, producer.planDigest, {
     epoch: start.epoch,
-    exampleId: store.example(start.pos).id,
+    exampleId,
     attempt: start.attempt,
   });
 }
@@ -44,9 +44,10 @@ export class StartFollower {
     if (!mine()) return;
     const byGroup = new Map(rows.map((r) => [r.id, r]));
     for (const start of running) {
-      const status = byGroup.get(start.groupId as string)?.status;
+      const outcome = byGroup.get(start.groupId as string);
+      const status = outcome?.status;
       if (status !== "landed" && status !== "failed") continue;
-      const uniform = status === "landed" && byGroup.get(start.groupId as string)?.uniform === true;
+      const uniform = status === "landed" && outcome?.uniform === true;
       this.storage.transactionSync(() => {
         this.store.landed(start.key, status, uniform);
         if (uniform && start.attempt < maxResamples) this.planResample(start);
@@ -60,7 +61,8 @@ export class StartFollower {
    */
   async settleUnanswered(producer: ProducerRow, mine: () => boolean): Promise<void> {
     for (const start of this.store.withStatus("starting")) {
-      const groupId = await newGroupId(await startKey(this.store, producer, start));
+      const exampleId = this.store.example(start.pos).id;
+      const groupId = await newGroupId(await startKey(producer, start, exampleId));
       const [known] = await groupOutcomes(this.env.DB, [groupId]);
       const live = known ?? (await rolloutGroup(this.env, groupId).status());
       if (!mine()) return;

@@ -53,8 +53,11 @@ function insertSql(tableName: string, columns: Columns): string {
 
 const INSERT_EPISODES = `${insertSql("episodes", EPISODE_COLUMNS)} ON CONFLICT DO NOTHING`;
 const INSERT_MESSAGES = `${insertSql("messages", MESSAGE_COLUMNS)} ON CONFLICT DO NOTHING`;
-const INSERT_COMPONENTS = `${insertSql("reward_components", COMPONENT_COLUMNS)} ON CONFLICT DO NOTHING`;
-const INSERT_JUDGEMENTS = `${insertSql("judgements", JUDGEMENT_COLUMNS)} ON CONFLICT DO NOTHING`;
+/** A re-score's rows fail on one already there: two re-scores at once claim the same seqs. */
+const ADD_COMPONENTS = insertSql("reward_components", COMPONENT_COLUMNS);
+const ADD_JUDGEMENTS = insertSql("judgements", JUDGEMENT_COLUMNS);
+const INSERT_COMPONENTS = `${ADD_COMPONENTS} ON CONFLICT DO NOTHING`;
+const INSERT_JUDGEMENTS = `${ADD_JUDGEMENTS} ON CONFLICT DO NOTHING`;
 
 /** Columns a landing writes over the `running` row registered at start. */
 const LANDED_COLUMNS = [
@@ -146,7 +149,7 @@ export function landingPayload(
   const messagesByEpisode = store.transcripts.messagesByEpisode();
   const steps = store.transcripts.stepsByEpisode();
   const overlong = rows.map((e) => isOverlong(messagesByEpisode.get(e.idx) ?? []));
-  const summary = groupSummary(gradedMembers(store, spec), request.algorithm);
+  const summary = groupSummary(gradedMembers(store, spec, messagesByEpisode), request.algorithm);
   const finishedAt = iso(Math.max(...rows.map((e) => e.finishedAt ?? e.startedAt)));
   // Every version that sampled some of each sampled turn (the group's own before its run had a
   // policy); an episode's sampled turns are 0 to turns - 1, and a send that sampled nothing is
@@ -270,10 +273,14 @@ export function landingPayload(
   };
 }
 
+/** Serialized rows as statements of `sql`, packed into JSON parameters under CHUNK_CHARS. */
+function bound(db: D1Database, sql: string, rows: string[]): D1PreparedStatement[] {
+  return pack(rows).map((chunk) => db.prepare(sql).bind(chunk));
+}
+
 /**
- * Rows of the grading tables as inserts, packed into JSON parameters as a landing's are: `ignore`
- * a row already there (a retried landing), or `fail` on it (a re-score's judge calls, whose
- * sequence numbers two re-scores at once would both claim).
+ * A re-score's rows of the grading tables, packed as a landing's are, failing on a row already
+ * there (its judge calls' sequence numbers, which two re-scores at once would both claim).
  */
 export function gradingInserts(
   db: D1Database,
@@ -281,16 +288,18 @@ export function gradingInserts(
     components: (typeof rewardComponents.$inferInsert)[];
     judgements: (typeof judgements.$inferInsert)[];
   },
-  conflict: "ignore" | "fail",
 ): D1PreparedStatement[] {
-  const tail = conflict === "ignore" ? " ON CONFLICT DO NOTHING" : "";
-  const statements = (table: string, columns: Columns, list: object[]) =>
-    pack(list.map((row) => rowJson(columns, row))).map((chunk) =>
-      db.prepare(`${insertSql(table, columns)}${tail}`).bind(chunk),
-    );
   return [
-    ...statements("reward_components", COMPONENT_COLUMNS, rows.components),
-    ...statements("judgements", JUDGEMENT_COLUMNS, rows.judgements),
+    ...bound(
+      db,
+      ADD_COMPONENTS,
+      rows.components.map((row) => rowJson(COMPONENT_COLUMNS, row)),
+    ),
+    ...bound(
+      db,
+      ADD_JUDGEMENTS,
+      rows.judgements.map((row) => rowJson(JUDGEMENT_COLUMNS, row)),
+    ),
   ];
 }
 
@@ -303,26 +312,29 @@ export function landingStatements(
   db: D1Database,
   payloads: readonly LandingPayload[],
 ): D1PreparedStatement[] {
-  const bound = (sql: string, rows: string[]) =>
-    pack(rows).map((chunk) => db.prepare(sql).bind(chunk));
   return [
     ...bound(
+      db,
       INSERT_EPISODES,
       payloads.flatMap((p) => p.episodeRows),
     ),
     ...bound(
+      db,
       INSERT_MESSAGES,
       payloads.flatMap((p) => p.messageRows),
     ),
     ...bound(
+      db,
       INSERT_COMPONENTS,
       payloads.flatMap((p) => p.componentRows),
     ),
     ...bound(
+      db,
       INSERT_JUDGEMENTS,
       payloads.flatMap((p) => p.judgementRows),
     ),
     ...bound(
+      db,
       UPSERT_GROUPS,
       payloads.map((p) => p.groupRow),
     ),

@@ -6,11 +6,16 @@
  * all its episodes, in one D1 transaction. An episode the judge grades now gets its played end
  * back; one it still cannot grade stays `judge_error`, its new calls recorded after the old.
  */
-import { asc, eq, inArray, sql } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/d1";
 import { configFrom } from "../config";
-import { type EpisodeRecord, findGroup, type GroupRecord, type MessageRecord } from "../db/queries";
-import { episodes, judgements, messages } from "../db/schema";
+import {
+  type EpisodeRecord,
+  findGroup,
+  type GroupRecord,
+  groupEpisodes,
+  type MessageRecord,
+  nextJudgementSeqs,
+  transcriptsOf,
+} from "../db/queries";
 import { CompletedReasonSchema } from "../domain/episode-outcomes";
 import { overlongTreatment } from "../domain/overlong";
 import type { ScoredEpisode } from "../env-workers/score-worker";
@@ -80,35 +85,19 @@ export async function rescoreGroup(
   groupId: string,
   all: boolean,
 ): Promise<Rescored | RescoreRefusal> {
-  const db = drizzle(env.DB);
   const group = await findGroup(env.DB, groupId);
   if (group === undefined) return { kind: "not_found" };
   if (group.status === "running") return { kind: "running" };
   const now = new Date().toISOString();
   if (group.deliveryState === "leased" && (group.leaseExpiresAt ?? "") > now)
     return { kind: "leased", until: group.leaseExpiresAt ?? now };
-  const rows = await db
-    .select()
-    .from(episodes)
-    .where(eq(episodes.groupId, groupId))
-    .orderBy(asc(episodes.idx))
-    .all();
+  const rows = await groupEpisodes(env.DB, groupId);
   const chosen = targets(rows, all);
   if (chosen.length === 0) return { groupId, rescored: 0, judgeErrors: 0 };
   const ids = chosen.map((e) => e.id);
-  const [transcripts, lastSeqs] = await Promise.all([
-    db
-      .select()
-      .from(messages)
-      .where(inArray(messages.episodeId, ids))
-      .orderBy(asc(messages.episodeId), asc(messages.seq))
-      .all(),
-    db
-      .select({ episodeId: judgements.episodeId, seq: sql<number>`MAX(${judgements.seq})` })
-      .from(judgements)
-      .where(inArray(judgements.episodeId, ids))
-      .groupBy(judgements.episodeId)
-      .all(),
+  const [transcripts, nextSeq] = await Promise.all([
+    transcriptsOf(env.DB, ids),
+    nextJudgementSeqs(env.DB, ids),
   ]);
   const timeoutMs = configFrom(env).SCORE_TIMEOUT_S * 1000;
   let graded: ScoredEpisode[];
@@ -117,12 +106,7 @@ export async function rescoreGroup(
       scoreWorker(env).score({
         env: group.env,
         example: group.example,
-        episodes: chosen.map((e) =>
-          episodeAgain(
-            e,
-            transcripts.filter((m) => m.episodeId === e.id),
-          ),
-        ),
+        episodes: chosen.map((e) => episodeAgain(e, transcripts.get(e.id) ?? [])),
         timeoutMs,
       }),
       timeoutMs,
@@ -134,7 +118,6 @@ export async function rescoreGroup(
     return { kind: "unavailable", message: `score worker: ${errorMessage(error)}` };
   }
   const regraded = new Map(chosen.map((e, i) => [e.id, graded[i]]));
-  const nextSeq = new Map(lastSeqs.map((r) => [r.episodeId, Number(r.seq) + 1]));
   try {
     await writeGrades(env.DB, group, rows, regraded, nextSeq);
   } catch (error) {
@@ -239,25 +222,21 @@ async function writeGrades(
     .prepare("DELETE FROM reward_components WHERE episode_id IN (SELECT value FROM json_each(?))")
     .bind(JSON.stringify(regradedIds));
   const grades = [...regraded].flatMap(([id, grade]) => (grade ? [[id, grade] as const] : []));
-  const inserts = gradingInserts(
-    d1,
-    {
-      components: grades.flatMap(([id, grade]) =>
-        grade.ok
-          ? (grade.reward.components ?? []).map((c) => ({ episodeId: id, groupId: group.id, ...c }))
-          : [],
-      ),
-      judgements: grades.flatMap(([id, grade]) =>
-        grade.judgements.map((j, k) => ({
-          episodeId: id,
-          seq: (nextSeq.get(id) ?? 0) + k,
-          groupId: group.id,
-          ...j,
-        })),
-      ),
-    },
-    "fail",
-  );
+  const inserts = gradingInserts(d1, {
+    components: grades.flatMap(([id, grade]) =>
+      grade.ok
+        ? (grade.reward.components ?? []).map((c) => ({ episodeId: id, groupId: group.id, ...c }))
+        : [],
+    ),
+    judgements: grades.flatMap(([id, grade]) =>
+      grade.judgements.map((j, k) => ({
+        episodeId: id,
+        seq: (nextSeq.get(id) ?? 0) + k,
+        groupId: group.id,
+        ...j,
+      })),
+    ),
+  });
   const groupUpdate = d1
     .prepare(UPDATE_GROUP)
     .bind(

@@ -87,8 +87,11 @@ export function failUngraded(store: GroupStorage, error: string): void {
 }
 
 /** The group's episodes as credit and its summary read them (group-grades.ts). */
-export function gradedMembers(store: GroupStorage, spec: GroupSpec): GradedMember[] {
-  const transcripts = store.transcripts.messagesByEpisode();
+export function gradedMembers(
+  store: GroupStorage,
+  spec: GroupSpec,
+  transcripts = store.transcripts.messagesByEpisode(),
+): GradedMember[] {
   return store.episodes.all().map((e) => ({
     id: episodeId(spec.groupId, e.idx),
     score: e.state === "failed" ? null : (e.reward?.score ?? null),
