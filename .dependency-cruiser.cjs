@@ -6,7 +6,7 @@
 const LAYERS = [
   ["utils"], // small helpers that know nothing of edgeroll
   // the environment SDK; token-exact episodes, as arrays and bytes; the enums rows and wire share
-  ["sdk", "tokens", "domain"],
+  ["sdk", "tokens", "domain", "costs"], // costs: prices, a run's spend, the budget rule
   // datasets: pushed JSONL in R2; judges: the judge model a score hook asks
   ["environments", "inference", "judges", "db", "config.ts", "sim", "datasets"],
   ["policy"], // the run's policy: its wire shapes, the lag rule, pacing, the push to groups

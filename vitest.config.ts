@@ -20,6 +20,8 @@ const TEST_TOKENS = {
   "test-token-trainer": ["trainer"],
   "test-token-trainer-2": ["trainer"],
   "test-token-reader": ["reader"],
+  // A token with a quota: one group in flight at a time (test/worker/run-costs.test.ts).
+  "test-token-quota": { roles: ["producer", "reader"], max_inflight_groups: 1 },
 };
 
 export default defineConfig({
@@ -54,6 +56,9 @@ export default defineConfig({
                 SCORE_TIMEOUT_S: "2",
                 TEACHER_TIMEOUT_S: "10",
                 MAX_DELIVERIES: "3",
+                // Every call priced, so a run's bill has money in it (test/worker/run-costs.test.ts).
+                INFERENCE_PRICE: JSON.stringify({ prompt: 1, cached: 0.25, completion: 4 }),
+                JUDGE_PRICE: JSON.stringify({ prompt: 2, completion: 8 }),
                 API_TOKENS: JSON.stringify(TEST_TOKENS),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
               },

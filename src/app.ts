@@ -32,8 +32,8 @@ const isDatasetPush = (c: Context) => c.req.method === "POST" && DATASET_PATHS.t
 
 /** A producer follows the groups it starts: the `status_url` it was handed. */
 const GROUP_PATHS = /^\/v1\/groups\/[^/]+$/;
-/** Producer and trainer both follow their run: its progress and pacing, policy and producer. */
-const RUN_PATHS = /^\/v1\/runs\/[^/]+(\/policy|\/producer)?$/;
+/** Producer and trainer both follow their run: its progress and pacing, policy, producer, budget. */
+const RUN_PATHS = /^\/v1\/runs\/[^/]+(\/policy|\/producer|\/budget)?$/;
 /** A run's producer starts its groups: producers start and stop it. */
 const PRODUCER_PATH = "/v1/runs/:id/producer";
 /** Every caller may list the environments it can name (a trainer filters leases by them). */
@@ -66,6 +66,8 @@ export const app = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .on(["POST", "DELETE"], PRODUCER_PATH, producers)
   // The trainer says which policy it trains: the run's version, its lag limit, a pause.
   .on("POST", "/v1/runs/:id/policy", authorize("trainer"))
+  // ...and what the run may spend.
+  .on("POST", "/v1/runs/:id/budget", authorize("trainer"))
   // ...and, host by host, which version each inference host serves (a rolling weight sync).
   .on("POST", "/v1/hosts", authorize("trainer"))
   // ...and has a landed group's judged episodes graded again, once the judge is back.

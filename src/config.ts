@@ -1,5 +1,6 @@
 /** The Worker's settings, read from wrangler vars and secrets with defaults, validated once. */
 import { z } from "zod";
+import { type Price, parsePriceVar } from "./costs/price";
 import { fleetHosts } from "./fleet/hosts-config";
 
 const seconds = (fallback: number) => z.coerce.number().positive().default(fallback);
@@ -14,6 +15,15 @@ const ConfigSchema = z.object({
   INFERENCE_BASE_URL: z.string().min(1).default("http://127.0.0.1:8000/v1"),
   INFERENCE_HOSTS: z.string().optional(),
   INFERENCE_API_KEY: z.string().optional(),
+  /**
+   * Prices, USD per million tokens as JSON `{"prompt": 0.2, "cached": 0.05, "completion": 0.8}`:
+   * of every inference host without its own (`INFERENCE_HOSTS[].price`), of the judge and of the
+   * teacher. A judge or teacher on the first inference host (their default) has its price.
+   * Unpriced calls cost $0 in a run's bill and are counted as unpriced (docs/costs.md).
+   */
+  INFERENCE_PRICE: z.string().optional(),
+  JUDGE_PRICE: z.string().optional(),
+  TEACHER_PRICE: z.string().optional(),
   /** The teacher of on-policy distillation (`algorithm: "opd"`); default: the inference host. */
   TEACHER_BASE_URL: z.url().optional(),
   TEACHER_API_KEY: z.string().optional(),
@@ -90,8 +100,9 @@ export function configFrom(env: object): Config {
   let config = cache.get(env);
   if (config === undefined) {
     config = ConfigSchema.parse(env);
-    // A fleet that does not read is a deploy error too, named here rather than at the first turn.
-    fleetHosts(config);
+    // A fleet or a price that does not read is a deploy error too, named here rather than at the
+    // first turn.
+    priceBook(config);
     cache.set(env, config);
   }
   return config;
@@ -110,6 +121,47 @@ export function teacherEndpoint(config: Config): {
         name: "teacher (the first inference host)",
       }
     : { baseUrl: config.TEACHER_BASE_URL, apiKey: config.TEACHER_API_KEY, name: "teacher host" };
+}
+
+/** Every price the deployment knows: each inference host's, the judge's and the teacher's. */
+export interface PriceBook {
+  /** The price of the host at `url`; null when it is not one of the fleet's or has none. */
+  host(url: string | null): Price | null;
+  /** JUDGE_PRICE, else the first inference host's when the judge is there (its default). */
+  judge: Price | null;
+  /** TEACHER_PRICE, else the first inference host's when the teacher is there (its default). */
+  teacher: Price | null;
+}
+
+const books = new WeakMap<Config, PriceBook>();
+
+/** The prices of `config`, read once per config. */
+export function priceBook(config: Config): PriceBook {
+  let book = books.get(config);
+  if (book === undefined) {
+    const hosts = fleetHosts(config);
+    const byUrl = new Map(hosts.map((host) => [host.url, host.price]));
+    const first = hosts[0]?.price ?? null;
+    const ownOr = (name: string, value: string | undefined, elsewhere: boolean) =>
+      parsePriceVar(name, value) ?? (elsewhere ? null : first);
+    book = {
+      host: (url) => (url === null ? null : (byUrl.get(url) ?? null)),
+      judge: ownOr("JUDGE_PRICE", config.JUDGE_PRICE, config.JUDGE_BASE_URL !== undefined),
+      teacher: ownOr("TEACHER_PRICE", config.TEACHER_PRICE, config.TEACHER_BASE_URL !== undefined),
+    };
+    books.set(config, book);
+  }
+  return book;
+}
+
+/** Whether any call of the deployment has a price (else a run's usd is always 0). */
+export function anyPriced(config: Config): boolean {
+  const book = priceBook(config);
+  return (
+    book.judge !== null ||
+    book.teacher !== null ||
+    fleetHosts(config).some((host) => host.price !== null)
+  );
 }
 
 /** Where the judge is: JUDGE_BASE_URL, else the first inference host (with its key). */

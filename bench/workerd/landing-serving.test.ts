@@ -8,6 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import pMap from "p-map";
 import { expect, it } from "vitest";
+import { configFrom, priceBook } from "../../src/config";
 import { lander as landerStub } from "../../src/rollout/bindings";
 import { tokenPolicyOf } from "../../src/rollout/generation/token-policy";
 import { newGroupSpec } from "../../src/rollout/group-ids";
@@ -134,7 +135,10 @@ async function finishedGroups(runId: string, count: number, withTokens: boolean)
           const store = new GroupStorage(state.storage);
           const { spec } = store.group.get();
           const tokens = tokenLanding(spec, store.tokens, tokenPolicyOf(spec.request));
-          return { payload: landingPayload(store, tokens, null), tokens };
+          return {
+            payload: landingPayload(store, tokens, priceBook(configFrom(env)), null),
+            tokens,
+          };
         },
       ),
     { concurrency: 16 },

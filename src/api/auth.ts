@@ -1,5 +1,6 @@
 /**
- * Bearer tokens by role, from the secret API_TOKENS: `{"<token>": ["producer", "reader"], ...}`.
+ * Bearer tokens by role, from the secret API_TOKENS: `{"<token>": ["producer", "reader"], ...}`,
+ * or `{"<token>": {"roles": ["producer"], "max_inflight_groups": 64}}` for a token with a quota.
  * `producer` starts groups and follows them (a group's status, its run's progress), `trainer`
  * leases, acks and releases, `reader` reads (API and dashboard). Tokens are compared in constant time, as SHA-256 digests. With no tokens
  * configured, only local requests are served: the Worker never runs open on the internet.
@@ -14,15 +15,32 @@ import { ApiError } from "./errors";
 export const ACCESS_ROLES = ["producer", "trainer", "reader"] as const;
 export type AccessRole = (typeof ACCESS_ROLES)[number];
 
+const RolesSchema = z.array(z.enum(ACCESS_ROLES)).min(1);
+
+/**
+ * A token's grant: its roles, or its roles with a quota: `max_inflight_groups`, the groups it
+ * may have in flight at once (its starts past that get a 429 with Retry-After), so one user's
+ * run cannot take a shared fleet.
+ */
+const GrantSchema = z.union([
+  RolesSchema.transform((roles) => ({ roles, max_inflight_groups: null })),
+  z.strictObject({
+    roles: RolesSchema,
+    max_inflight_groups: z.number().int().positive().nullable().default(null),
+  }),
+]);
+
 const TokensSchema = z.record(
   z.string().min(8, "tokens must be at least 8 characters"),
-  z.array(z.enum(ACCESS_ROLES)).min(1),
+  GrantSchema,
 );
 
 interface Grant {
   digest: Uint8Array;
   roles: readonly AccessRole[];
   principal: string;
+  /** Groups it may have in flight at once; null: no quota. */
+  maxInflightGroups: number | null;
 }
 
 export type AuthVariables = {
@@ -43,17 +61,33 @@ function grants(env: { API_TOKENS?: string }): Promise<Grant[] | null> {
       if (env.API_TOKENS === undefined || env.API_TOKENS.trim() === "") return null;
       const parsed = TokensSchema.safeParse(JSON.parse(env.API_TOKENS));
       if (!parsed.success)
-        throw new Error(`API_TOKENS is not a {token: [roles]} object: ${parsed.error.message}`);
+        throw new Error(
+          `API_TOKENS is not a {token: [roles] or {roles, max_inflight_groups}} object: ${parsed.error.message}`,
+        );
       return Promise.all(
-        Object.entries(parsed.data).map(async ([token, roles]) => {
+        Object.entries(parsed.data).map(async ([token, grant]) => {
           const digest = await sha256(token);
-          return { digest, roles, principal: hex(digest).slice(0, 16) };
+          return {
+            digest,
+            roles: grant.roles,
+            principal: hex(digest).slice(0, 16),
+            maxInflightGroups: grant.max_inflight_groups,
+          };
         }),
       );
     })();
     grantsCache.set(env, cached);
   }
   return cached;
+}
+
+/** The in-flight quota of the token a principal names; null when it has none. */
+export async function quotaOf(
+  env: { API_TOKENS?: string },
+  principal: string,
+): Promise<number | null> {
+  const all = await grants(env);
+  return all?.find((grant) => grant.principal === principal)?.maxInflightGroups ?? null;
 }
 
 /** The grant a presented token matches, checking every grant so timing reveals nothing. */

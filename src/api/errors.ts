@@ -14,6 +14,8 @@ export class ApiError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
+    /** Response headers it carries (a 429's Retry-After). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
   }
@@ -30,7 +32,11 @@ export function invalidRequest(error: Pick<z.core.$ZodError, "issues">): ApiErro
 
 export function renderError(error: Error, c: Context) {
   if (error instanceof ApiError)
-    return c.json(errorBody(error.code, error.message, error.details), error.status);
+    return c.json(
+      errorBody(error.code, error.message, error.details),
+      error.status,
+      error.headers ?? {},
+    );
   if (error instanceof HTTPException) {
     // Hono's own refusals: a body that is not JSON, or one over the size limit.
     const code =

@@ -20,8 +20,10 @@ import {
 import type { ToolDefinition } from "../sdk";
 import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
+import type { AuthVariables } from "./auth";
 import { ApiError } from "./errors";
 import { acceptExample, checkEnvironmentName } from "./example-check";
+import { admitStart } from "./start-limits";
 import { validated } from "./validated";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -151,14 +153,24 @@ export async function checkGroupStart(
   return { request, policy: run.policy };
 }
 
-/** Starts a group as `POST /v1/groups` does, for the route and for a run's producer. */
+/**
+ * Starts a group as `POST /v1/groups` does, for the route and for a run's producer: checked,
+ * then admitted by the run's budget and the starting token's quota (`principal`).
+ */
 export async function startGroup(
   env: Env,
   asked: AskedGroupRequest,
   key: string | null,
+  principal: string | null,
 ): Promise<{ groupId: string; created: boolean }> {
   const { request, policy } = await checkGroupStart(env, asked);
-  const spec = await newGroupSpec(request, key, asked);
+  const spec = await newGroupSpec(request, key, asked, principal);
+  await admitStart(env, {
+    runId: request.run_id,
+    principal,
+    groupId: spec.groupId,
+    keyed: key !== null,
+  });
   const started = await rolloutGroup(env, spec.groupId).start(spec, policy);
   if (started.outcome === "conflict") {
     throw new ApiError(
@@ -170,7 +182,7 @@ export async function startGroup(
   return { groupId: spec.groupId, created: started.outcome === "created" };
 }
 
-export const groupRoutes = new Hono<{ Bindings: Env }>()
+export const groupRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .post("/groups", validated("json", StartGroupRequestSchema), async (c) => {
     const key = c.req.header("idempotency-key") ?? null;
     if (key !== null && !IDEMPOTENCY_KEY.test(key)) {
@@ -180,7 +192,7 @@ export const groupRoutes = new Hono<{ Bindings: Env }>()
         "Idempotency-Key: 1 to 255 printable ASCII characters",
       );
     }
-    const started = await startGroup(c.env, c.req.valid("json"), key);
+    const started = await startGroup(c.env, c.req.valid("json"), key, c.get("principal"));
     return c.json(startedGroupView(started.groupId, started.created), 202);
   })
   .get("/groups/:id", async (c) => {

@@ -1,6 +1,9 @@
 /** A run's progress at a glance, and its policy: what the trainer says it is training now. */
 import { Hono } from "hono";
+import { anyPriced, configFrom } from "../config";
+import { BudgetRequestSchema, NO_LIMITS, withRequest } from "../costs/budget";
 import { evalResults, runPacing, runProgress } from "../db/queries";
+import { NO_BUDGET, readBudget, writeBudget } from "../db/run-budgets";
 import {
   markIdle,
   readRunPolicy,
@@ -12,33 +15,71 @@ import { askEach, pushToRunningGroups } from "../policy/fan-out";
 import { knownPolicy } from "../policy/known-policy";
 import { PolicyRequestSchema } from "../policy/policy-wire";
 import { rolloutGroup } from "../rollout/bindings";
+import { RUN_ID_PATTERN, RUN_ID_RULE } from "../rollout/group-spec";
+import { budgetView } from "../views/cost-view";
 import { policySetView, policyView } from "../views/policy-view";
 import { runProgressView } from "../views/responses";
 import type { AuthVariables } from "./auth";
 import { ApiError } from "./errors";
+import { runSpend } from "./run-spend";
 import { validated } from "./validated";
+
+/** A run id as groups take it: a budget set under another could never apply. */
+function runIdOf(id: string): string {
+  if (!RUN_ID_PATTERN.test(id))
+    throw new ApiError(400, "invalid_request", `run_id: ${RUN_ID_RULE}`);
+  return id;
+}
 
 export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .get("/runs/:id", async (c) => {
     const id = c.req.param("id");
-    const [progress, pacing, policy, running] = await Promise.all([
+    const [progress, pacing, policy, running, budget] = await Promise.all([
       runProgress(c.env.DB, id),
       runPacing(c.env.DB, id),
       readRunPolicy(c.env.DB, id),
       runningGroupIds(c.env.DB, id),
+      readBudget(c.env.DB, id),
     ]);
-    // A run is its groups, or a policy its trainer set before any: with neither, a typo.
-    if (progress.length === 0 && policy === null)
+    // A run is its groups, or a policy or budget its trainer set before any: with none, a typo.
+    if (progress.length === 0 && policy === null && budget === null)
       throw new ApiError(
         404,
         "not_found",
-        `no run "${id}": no group was started with run_id "${id}" and no trainer set its policy`,
+        `no run "${id}": no group was started with run_id "${id}" and no trainer set its policy or budget`,
       );
-    const asked = await askEach(running, (groupId) =>
-      rolloutGroup(c.env, groupId).inFlightGenerations(),
-    );
+    const [asked, spend] = await Promise.all([
+      askEach(running, (groupId) => rolloutGroup(c.env, groupId).inFlightGenerations()),
+      runSpend(c.env, id),
+    ]);
     if (policy?.paused === true && asked.inFlight === 0) await markIdle(c.env.DB, id);
-    return c.json(runProgressView(id, progress, pacing, policy, asked.inFlight));
+    return c.json(runProgressView(id, progress, pacing, policy, asked.inFlight, spend, budget));
+  })
+  .get("/runs/:id/budget", async (c) => {
+    const id = c.req.param("id");
+    const [budget, spend] = await Promise.all([readBudget(c.env.DB, id), runSpend(c.env, id)]);
+    return c.json(budgetView(id, budget ?? NO_BUDGET, spend.total));
+  })
+  .post("/runs/:id/budget", validated("json", BudgetRequestSchema), async (c) => {
+    const id = runIdOf(c.req.param("id"));
+    const body = c.req.valid("json");
+    const current = await readBudget(c.env.DB, id);
+    const limits = withRequest(current?.limits ?? NO_LIMITS, body);
+    if (limits.max_usd !== null && !anyPriced(configFrom(c.env)))
+      throw new ApiError(
+        400,
+        "invalid_request",
+        "max_usd: no call of this deployment is priced (set INFERENCE_HOSTS[].price or INFERENCE_PRICE), so its spend stays $0 and the limit could never be reached",
+        [{ path: "max_usd", message: "no prices configured" }],
+      );
+    const budget = await writeBudget(c.env.DB, id, limits, c.get("principal"));
+    // A producer waiting on the old budget asks again now rather than at its next check.
+    // (Its method takes and answers nothing a stub rewrites, so no cast is needed to call it.)
+    await c.env.PRODUCER.get(c.env.PRODUCER.idFromName(id))
+      .budgetChanged()
+      .catch(() => {});
+    const spend = await runSpend(c.env, id);
+    return c.json(budgetView(id, budget, spend.total));
   })
   .get("/runs/:id/evals", async (c) => {
     const id = c.req.param("id");

@@ -3,6 +3,7 @@
  * anywhere `fetch` does (Node >= 18, browsers, Workers).
  */
 import type { z } from "zod";
+import type { BudgetRequestSchema } from "../costs/budget";
 import type { DatasetList, DatasetView, PushedDataset } from "../datasets/dataset-wire";
 import type { EvalResultRow } from "../db/queries";
 import type { EndState } from "../domain/episode-outcomes";
@@ -13,6 +14,7 @@ import type { ProducerView } from "../producer/producer-view";
 import type { StartGroupRequestSchema } from "../rollout/group-spec";
 import type { LeaseRequestSchema } from "../trainer/lease-request";
 import { backoffDelayMs, sleep } from "../utils/backoff";
+import type { BudgetView } from "../views/cost-view";
 import type { EpisodeView } from "../views/episode-view";
 import type { ErrorBody } from "../views/error-body";
 import type { GroupView } from "../views/group-view";
@@ -41,6 +43,7 @@ export type {
 export type { EvalResultRow } from "../db/queries";
 export type { EndState } from "../domain/episode-outcomes";
 export type { ProducerView } from "../producer/producer-view";
+export type { BudgetView, CostsView, SpendView } from "../views/cost-view";
 export type { EpisodeView } from "../views/episode-view";
 export type { ErrorCode } from "../views/error-body";
 export type { GroupView } from "../views/group-view";
@@ -60,6 +63,9 @@ export type {
   TrainerEpisode,
   TrainerGroup,
 } from "../views/responses";
+
+/** What `setBudget` sends: any of the limits; null removes one, one not named stays. */
+export type RunBudgetUpdate = z.input<typeof BudgetRequestSchema>;
 
 /** What `setPolicy` sends: the version, and optionally the lag limit and a pause. */
 export type RunPolicyUpdate = z.input<typeof PolicyRequestSchema>;
@@ -341,6 +347,20 @@ export class EdgerollClient {
    */
   setPolicy(runId: string, policy: RunPolicyUpdate): Promise<RunPolicySet> {
     return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/policy`, policy);
+  }
+
+  /**
+   * Sets limits on what the run may spend (the trainer role), before or during the run: once its
+   * spend (landed and in flight) reaches one, its new groups are refused (`budget_exhausted`, a
+   * 429) and its producer waits; raising the limit lets them through again.
+   */
+  setBudget(runId: string, limits: RunBudgetUpdate): Promise<BudgetView> {
+    return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/budget`, limits);
+  }
+
+  /** The run's budget against what it has spent (limits all null when none was set). */
+  getBudget(runId: string): Promise<BudgetView> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}/budget`);
   }
 
   /**

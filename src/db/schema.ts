@@ -102,6 +102,10 @@ export const groups = sqliteTable(
     idempotencyKey: text("idempotency_key"),
     createdAt: text("created_at").notNull(),
     finishedAt: text("finished_at"),
+    /** The principal (token digest prefix) that started it: its token's in-flight quota. */
+    startedBy: text("started_by"),
+    /** Time its score calls took (every attempt): environment time in the run's bill. */
+    scoreMs: integer("score_ms").notNull().default(0),
   },
   (t) => [
     index("groups_run_created").on(t.runId, t.createdAt),
@@ -114,6 +118,8 @@ export const groups = sqliteTable(
     index("groups_run_status").on(t.runId, t.status, t.deliveryState),
     // A run producer's pool sampler reads one example's latest groups in its run.
     index("groups_run_example").on(t.runId, t.exampleId, t.finishedAt),
+    // A start counts its token's groups in flight (an optional quota per API token).
+    index("groups_started_by").on(t.startedBy, t.status),
   ],
 );
 
@@ -207,6 +213,27 @@ export const episodes = sqliteTable(
     responseText: text("response_text").notNull(),
     createdAt: text("created_at").notNull(),
     finishedAt: text("finished_at").notNull(),
+    /*
+     * What it cost (the run's bill, `run_costs`): sums over its messages and judgements, and
+     * what only the group object measured. `prompt_tokens` and `completion_tokens` above are the
+     * sums over its sampled messages.
+     */
+    /** Of its prompt tokens, those its hosts served from their prefix caches. */
+    cachedTokens: integer("cached_tokens").notNull().default(0),
+    /** Generation calls that answered: its sampled messages. */
+    generations: integer("generations").notNull().default(0),
+    /** Generation attempts beyond each turn's first. */
+    retries: integer("retries").notNull().default(0),
+    /** Time in environment code: its opening and steps (remote ones included). */
+    envMs: integer("env_ms").notNull().default(0),
+    /** Tokens the teacher of on-policy distillation prefilled to score it. */
+    teacherTokens: integer("teacher_tokens").notNull().default(0),
+    /** Prompt and completion tokens of its judge calls (`judgements`). */
+    judgeTokens: integer("judge_tokens").notNull().default(0),
+    /** Its generations, teacher and judge calls at their hosts' prices (`messages.usd`...). */
+    usd: real("usd").notNull().default(0),
+    /** Its generation and judge calls made on a host with no price (they add $0). */
+    unpricedCalls: integer("unpriced_calls").notNull().default(0),
   },
   (t) => [
     index("episodes_group").on(t.groupId),
@@ -256,6 +283,8 @@ export const messages = sqliteTable(
     cachedTokens: integer("cached_tokens"),
     /** The message's own metadata, as the environment wrote it (null when none). */
     metadata: text("metadata", { mode: "json" }).$type<JsonObject>(),
+    /** On sampled turns: what the call cost at its host's price; null when the host has none. */
+    usd: real("usd"),
   },
   // No index on group_id: messages are read by episode (the primary key), and every index is
   // paid for on each of the many rows a landing writes.
@@ -305,6 +334,12 @@ export const judgements = sqliteTable(
     attempt: integer("attempt").notNull(),
     latencyMs: integer("latency_ms").notNull(),
     createdAt: text("created_at").notNull(),
+    /** What the judge host counted of the call (`usage`); null when it did not say. */
+    promptTokens: integer("prompt_tokens"),
+    cachedTokens: integer("cached_tokens"),
+    completionTokens: integer("completion_tokens"),
+    /** What the call cost at JUDGE_PRICE; null when the judge has no price. */
+    usd: real("usd"),
   },
   (t) => [primaryKey({ columns: [t.episodeId, t.seq] }), index("judgements_group").on(t.groupId)],
 );
@@ -356,6 +391,21 @@ export const runPolicies = sqliteTable("run_policies", {
    * when both name the same version (a pause, then its resume).
    */
   revision: integer("revision").notNull().default(1),
+  updatedAt: text("updated_at").notNull(),
+  /** The principal (token digest prefix) that set it. */
+  updatedBy: text("updated_by"),
+});
+
+/**
+ * A run's budget (POST /v1/runs/:id/budget): once what the run spent reaches a limit, its new
+ * groups are refused (src/costs/budget.ts). Null: that one is not limited.
+ */
+export const runBudgets = sqliteTable("run_budgets", {
+  runId: text("run_id").primaryKey(),
+  maxSampledTokens: integer("max_sampled_tokens"),
+  maxPromptTokens: integer("max_prompt_tokens"),
+  maxUsd: real("max_usd"),
+  maxGroups: integer("max_groups"),
   updatedAt: text("updated_at").notNull(),
   /** The principal (token digest prefix) that set it. */
   updatedBy: text("updated_by"),

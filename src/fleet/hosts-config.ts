@@ -4,6 +4,7 @@
  * hosts. A host is known everywhere by its base URL without trailing slashes.
  */
 import { z } from "zod";
+import { type Price, PriceSchema, parsePriceVar } from "../costs/price";
 
 const BaseUrlSchema = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ""));
 
@@ -20,6 +21,11 @@ export const HostSettingsSchema = z.object({
    * INFERENCE_ADAPTIVE_INFLIGHT.
    */
   adaptive: z.boolean().optional(),
+  /**
+   * What it charges, USD per million tokens `{prompt, cached?, completion}`; default
+   * INFERENCE_PRICE. A run's bill prices each call by it (src/costs/).
+   */
+  price: PriceSchema.optional(),
 });
 export type HostSettings = z.infer<typeof HostSettingsSchema>;
 
@@ -31,6 +37,8 @@ export interface FleetHost {
   maxInflight: number;
   /** Its cap follows its KV cache usage, up to `maxInflight`. */
   adaptive: boolean;
+  /** What it charges; null: not priced (its calls cost $0 in the ledger, counted unpriced). */
+  price: Price | null;
 }
 
 /** `http://a:8000/v1` → `a:8000`. */
@@ -52,7 +60,9 @@ export function fleetHosts(vars: {
   INFERENCE_HOSTS?: string | undefined;
   MAX_INFLIGHT_GENERATIONS: number;
   INFERENCE_ADAPTIVE_INFLIGHT?: boolean;
+  INFERENCE_PRICE?: string | undefined;
 }): FleetHost[] {
+  const defaultPrice = parsePriceVar("INFERENCE_PRICE", vars.INFERENCE_PRICE);
   let settings: HostSettings[];
   if (vars.INFERENCE_HOSTS !== undefined && vars.INFERENCE_HOSTS.trim() !== "") {
     let json: unknown;
@@ -84,6 +94,7 @@ export function fleetHosts(vars: {
       weight: s.weight,
       maxInflight: cap === 0 ? Number.POSITIVE_INFINITY : cap,
       adaptive: s.adaptive ?? vars.INFERENCE_ADAPTIVE_INFLIGHT ?? false,
+      price: s.price ?? defaultPrice,
     };
   });
 }

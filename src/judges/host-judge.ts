@@ -15,7 +15,7 @@ import {
   type JudgeVerdict,
 } from "../sdk";
 import { backoffDelayMs, sleep } from "../utils/backoff";
-import { completionContent, parseVerdict } from "./verdict";
+import { type CallUsage, completionContent, NO_USAGE, parseVerdict } from "./verdict";
 
 /** One call to the judge, as it lands in D1's `judgements`. */
 export interface JudgementRecord {
@@ -31,6 +31,8 @@ export interface JudgementRecord {
   attempt: number;
   latencyMs: number;
   createdAt: string;
+  /** What the judge host counted of the call (absent in records made before it was kept). */
+  usage?: CallUsage;
 }
 
 export interface JudgeSettings {
@@ -49,9 +51,10 @@ export interface JudgeSlots {
 }
 
 /** A call's outcome: a verdict, or an error that says whether another call may do better. */
-type CallResult =
+type CallResult = { usage: CallUsage } & (
   | { ok: true; response: string; verdict: JudgeVerdict }
-  | { ok: false; response: string; error: string; retryable: boolean };
+  | { ok: false; response: string; error: string; retryable: boolean }
+);
 
 /** Generous for a JSON verdict with a sentence of reason, short enough to bound a rambler. */
 const MAX_VERDICT_TOKENS = 512;
@@ -106,6 +109,7 @@ export class HostJudge implements Judge {
         response: "",
         error: `no judge slot freed within SCORE_TIMEOUT_S (JUDGE_MAX_INFLIGHT busy)`,
         retryable: false,
+        usage: NO_USAGE,
       };
       this.records.push({
         component: request.component,
@@ -118,6 +122,7 @@ export class HostJudge implements Judge {
         attempt,
         latencyMs: Date.now() - started,
         createdAt: new Date(started).toISOString(),
+        usage: result.usage,
       });
       if (result.ok) return result.verdict;
       last = result.error;
@@ -144,6 +149,7 @@ export class HostJudge implements Judge {
         response: "",
         error: "no time left within SCORE_TIMEOUT_S (waited for a judge slot)",
         retryable: false,
+        usage: NO_USAGE,
       };
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.settings.apiKey) headers.authorization = `Bearer ${this.settings.apiKey}`;
@@ -169,7 +175,7 @@ export class HostJudge implements Judge {
       const what = timedOut
         ? `timed out after ${(timeoutMs / 1000).toFixed(1)} s`
         : `could not reach the judge host: ${String(error)}`;
-      return { ok: false, response: "", error: what, retryable: true };
+      return { ok: false, response: "", error: what, retryable: true, usage: NO_USAGE };
     }
     if (!response.ok) {
       const retryable =
@@ -179,15 +185,18 @@ export class HostJudge implements Judge {
         response: text.slice(0, 2000),
         error: `HTTP ${response.status} from the judge host`,
         retryable,
+        usage: NO_USAGE,
       };
     }
     const content = completionContent(text);
+    const { usage } = content;
     if (!content.ok)
       return {
         ok: false,
         response: text.slice(0, 2000),
         error: "not a chat completion",
         retryable: true,
+        usage,
       };
     const verdict = parseVerdict(content.content);
     if (!verdict.ok)
@@ -196,7 +205,8 @@ export class HostJudge implements Judge {
         response: content.content,
         error: `unparsable verdict: ${verdict.problem}`,
         retryable: true,
+        usage,
       };
-    return { ok: true, response: content.content, verdict: verdict.verdict };
+    return { ok: true, response: content.content, verdict: verdict.verdict, usage };
   }
 }

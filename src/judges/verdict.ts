@@ -26,13 +26,51 @@ export function parseVerdict(content: string): ParsedVerdict {
   return { ok: true, verdict: parsed.data };
 }
 
-/** The content of an OpenAI chat completion's first choice, or why there is none. */
-export function completionContent(body: string): { ok: true; content: string } | { ok: false } {
+/** What the host counted of a call (`usage`); null where it did not say. */
+export interface CallUsage {
+  promptTokens: number | null;
+  cachedTokens: number | null;
+  completionTokens: number | null;
+}
+
+export const NO_USAGE: CallUsage = {
+  promptTokens: null,
+  cachedTokens: null,
+  completionTokens: null,
+};
+
+const count = z.number().int().nonnegative().nullish().catch(null);
+const UsageSchema = z
+  .object({
+    prompt_tokens: count,
+    completion_tokens: count,
+    prompt_tokens_details: z.object({ cached_tokens: count }).nullish().catch(null),
+  })
+  .nullish()
+  .catch(null);
+
+/** The usage a chat completion reports, read leniently: a bill is never a reason to fail. */
+function usageOf(json: unknown): CallUsage {
+  const usage = UsageSchema.parse((json as { usage?: unknown } | null)?.usage);
+  return {
+    promptTokens: usage?.prompt_tokens ?? null,
+    cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? null,
+    completionTokens: usage?.completion_tokens ?? null,
+  };
+}
+
+/** The content of an OpenAI chat completion's first choice and its usage, or why there is none. */
+export function completionContent(
+  body: string,
+): { ok: true; content: string; usage: CallUsage } | { ok: false; usage: CallUsage } {
+  let json: unknown;
   try {
-    const content = (JSON.parse(body) as { choices?: { message?: { content?: unknown } }[] })
-      .choices?.[0]?.message?.content;
-    return typeof content === "string" ? { ok: true, content } : { ok: false };
+    json = JSON.parse(body);
   } catch {
-    return { ok: false };
+    return { ok: false, usage: NO_USAGE };
   }
+  const usage = usageOf(json);
+  const content = (json as { choices?: { message?: { content?: unknown } }[] } | null)?.choices?.[0]
+    ?.message?.content;
+  return typeof content === "string" ? { ok: true, content, usage } : { ok: false, usage };
 }

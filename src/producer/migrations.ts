@@ -35,4 +35,11 @@ export const PRODUCER_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX starts_status ON starts (status);
       CREATE INDEX starts_example ON starts (epoch, pos, attempt)`),
   },
+  {
+    version: 2,
+    name: "who started it (its token's quota), and the limit it waits on",
+    up: (sql) =>
+      sql.exec(`ALTER TABLE producer ADD COLUMN started_by TEXT;
+        ALTER TABLE producer ADD COLUMN waiting TEXT`),
+  },
 ];

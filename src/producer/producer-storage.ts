@@ -41,6 +41,10 @@ export interface ProducerRow {
   reason: string | null;
   /** The last tick's fault, until a tick goes through. */
   lastError: string | null;
+  /** The principal whose POST made it: its groups count against that token's quota. */
+  startedBy: string | null;
+  /** The limit its starts wait on (the run's budget, its token's quota); null when none. */
+  waiting: string | null;
   epoch: number;
   slot: number;
   createdAt: string;
@@ -87,6 +91,8 @@ export class ProducerStorage {
       state: String(r.state) as ProducerState,
       reason: r.reason === null ? null : String(r.reason),
       lastError: r.last_error === null ? null : String(r.last_error),
+      startedBy: r.started_by === null ? null : String(r.started_by),
+      waiting: r.waiting === null ? null : String(r.waiting),
       epoch: Number(r.epoch),
       slot: Number(r.slot),
       createdAt: String(r.created_at),
@@ -99,21 +105,25 @@ export class ProducerStorage {
    * epoch. Groups the last one started are not started again: their keys reach them.
    */
   begin(
-    row: Omit<ProducerRow, "state" | "reason" | "lastError" | "epoch" | "slot" | "finishedAt">,
+    row: Omit<
+      ProducerRow,
+      "state" | "reason" | "lastError" | "waiting" | "epoch" | "slot" | "finishedAt"
+    >,
     examples: readonly TaskExample[],
   ): void {
     this.sql.exec("DELETE FROM producer");
     this.sql.exec("DELETE FROM examples");
     this.sql.exec("DELETE FROM starts");
     this.sql.exec(
-      `INSERT INTO producer (id, run_id, request, env_version, dataset_sha256, plan_digest, state, epoch, slot, created_at)
-       VALUES (1, ?, ?, ?, ?, ?, 'running', 0, 0, ?)`,
+      `INSERT INTO producer (id, run_id, request, env_version, dataset_sha256, plan_digest, state, epoch, slot, created_at, started_by)
+       VALUES (1, ?, ?, ?, ?, ?, 'running', 0, 0, ?, ?)`,
       row.runId,
       JSON.stringify(row.request),
       row.envVersion,
       row.datasetSha256,
       row.planDigest,
       row.createdAt,
+      row.startedBy,
     );
     for (const [pos, example] of examples.entries())
       this.sql.exec(
@@ -127,6 +137,10 @@ export class ProducerStorage {
   /** Moves the cursor: the next slot of this epoch is the one to start next. */
   advance(epoch: number, slot: number): void {
     this.sql.exec("UPDATE producer SET epoch = ?, slot = ?", epoch, slot);
+  }
+
+  setWaiting(waiting: string | null): void {
+    this.sql.exec("UPDATE producer SET waiting = ?", waiting);
   }
 
   setLastError(error: string | null): void {

@@ -15,6 +15,11 @@ export function producerView(producer: ProducerRow, store: ProducerStorage) {
     reason: producer.reason,
     /** The last tick's fault (D1 or a group object not answering), until a tick goes through. */
     last_error: producer.lastError,
+    /**
+     * What its starts wait on while it runs: the run's budget spent (`budget_exhausted: ...`,
+     * until POST /v1/runs/:id/budget raises it) or its token's quota (`quota_exceeded: ...`).
+     */
+    waiting: producer.waiting,
     env: request.env,
     env_version: producer.envVersion,
     dataset: request.dataset,

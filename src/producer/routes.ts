@@ -7,6 +7,7 @@
  * environment refuses is counted in the view's `rejections` at its start.
  */
 import { Hono } from "hono";
+import type { AuthVariables } from "../api/auth";
 import { ApiError, invalidRequest } from "../api/errors";
 import { checkGroupStart } from "../api/groups";
 import { validated } from "../api/validated";
@@ -36,7 +37,7 @@ async function readPushed(env: Env, name: string) {
   return { examples: parsed.examples, sha256: dataset.view.sha256 };
 }
 
-export const producerRoutes = new Hono<{ Bindings: Env }>()
+export const producerRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .post("/runs/:id/producer", validated("json", ProducerRequestSchema), async (c) => {
     const runId = runIdOf(c.req.param("id"));
     const request = c.req.valid("json");
@@ -57,6 +58,7 @@ export const producerRoutes = new Hono<{ Bindings: Env }>()
       envVersion,
       examples: dataset.examples,
       datasetSha256: dataset.sha256,
+      principal: c.get("principal"),
     });
     if (outcome === "conflict")
       throw new ApiError(

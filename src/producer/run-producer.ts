@@ -8,7 +8,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { ApiError } from "../api/errors";
 import { startGroup } from "../api/groups";
+import { spentAgainst } from "../api/start-limits";
+import { describeReached, hasLimits } from "../costs/budget";
 import { runPacing } from "../db/queries";
+import { readBudget } from "../db/run-budgets";
 import { readRunPolicy } from "../db/run-policies";
 import { knownPolicy } from "../policy/known-policy";
 import { pacing } from "../policy/pacing";
@@ -27,6 +30,11 @@ import { StartFollower, startKey } from "./start-follower";
 export const TICK_MS = 500;
 /** Starts sent at once within a tick: each checks its example and reaches a group object. */
 const START_CONCURRENCY = 4;
+/**
+ * How long starts wait after the run's budget refused one before asking again (each ask reads
+ * the run's spend): raising the budget wakes the producer at once instead.
+ */
+const BUDGET_RECHECK_MS = 10_000;
 
 /** One tick's producer: its request, and which producer it is (`created_at`). */
 interface Tick {
@@ -41,6 +49,8 @@ export interface ProducerStart {
   envVersion: string;
   examples: readonly TaskExample[];
   datasetSha256: string;
+  /** The principal of the POST that made it: its starts count against that token's quota. */
+  principal: string | null;
 }
 
 export type ProducerStartOutcome = "started" | "already_running" | "conflict";
@@ -49,6 +59,8 @@ export interface ProducerApi {
   start(start: ProducerStart): Promise<ProducerStartOutcome>;
   status(): Promise<ReturnType<typeof producerView> | null>;
   stop(reason: string): Promise<ReturnType<typeof producerView> | null>;
+  /** The run's budget changed: starts waiting on it are tried at once. */
+  budgetChanged(): Promise<void>;
 }
 
 export class RunProducer extends DurableObject<Env> implements ProducerApi {
@@ -58,6 +70,11 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
   private readonly orders = new Map<string, number[]>();
   /** Starts this instance has on the wire: while any is, an unanswered start may yet arrive. */
   private sending = 0;
+  /**
+   * No start is sent before this (epoch ms): a limit refused one. In memory: a restart asks
+   * once more, sooner.
+   */
+  private waitUntil = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -74,6 +91,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
         ? "already_running"
         : "conflict";
     this.orders.clear();
+    this.waitUntil = 0;
     this.store.begin(
       {
         runId: start.runId,
@@ -83,6 +101,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
         planDigest: await planDigest(groupTemplate(start.request), start.datasetSha256),
         // Names this producer: a tick that awaited across a stop and a new start sees it changed.
         createdAt: `${new Date().toISOString()}~${crypto.randomUUID().slice(0, 8)}`,
+        startedBy: start.principal,
       },
       start.examples,
     );
@@ -93,6 +112,12 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
   async status() {
     const producer = this.store.producer();
     return producer === null ? null : producerView(producer, this.store);
+  }
+
+  async budgetChanged(): Promise<void> {
+    if (this.store.producer()?.state !== "running") return;
+    this.waitUntil = 0;
+    await this.ctx.storage.setAlarm(Date.now());
   }
 
   /**
@@ -187,12 +212,33 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     if (room <= 0) return 0;
     const policy = await readRunPolicy(this.env.DB, runId);
     if (policy?.paused === true) return 0;
+    room = Math.min(room, await this.budgetRoom(runId));
+    if (room <= 0) return 0;
     if (request.max_ahead !== undefined) {
       const rows = await runPacing(this.env.DB, runId);
       const ahead = pacing(rows, policy === null ? null : knownPolicy(policy)).ahead;
       room = Math.min(room, request.max_ahead - ahead);
     }
     return Math.max(0, room);
+  }
+
+  /**
+   * The groups the run's budget leaves room for (Infinity without one): none once a limit is
+   * reached (the producer then waits, saying why), and no more than `max_groups` allows. The
+   * starts check the budget again; reading it here keeps a tick from sending starts all bound to
+   * be refused, and, for `max_groups`, from starting several past it at once.
+   */
+  private async budgetRoom(runId: string): Promise<number> {
+    const budget = await readBudget(this.env.DB, runId);
+    if (budget === null || !hasLimits(budget.limits)) return Number.POSITIVE_INFINITY;
+    const { reached, spent } = await spentAgainst(this.env, runId, budget.limits);
+    if (reached.length > 0) {
+      this.store.setWaiting(`budget_exhausted: ${describeReached(runId, reached)}`);
+      return 0;
+    }
+    if (this.store.producer()?.waiting != null) this.store.setWaiting(null);
+    const maxGroups = budget.limits.max_groups;
+    return maxGroups === null ? Number.POSITIVE_INFINITY : maxGroups - spent.groups;
   }
 
   /**
@@ -274,13 +320,14 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
    * already counted in flight, so sent whatever the room), then what room allows.
    */
   private async startWhatFits(tick: Tick): Promise<void> {
+    if (Date.now() < this.waitUntil) return;
     const unanswered = this.store.withStatus("starting");
     const room = await this.room(tick.runId, tick.request);
     if (!this.current(tick)) return;
     const starts = [...unanswered, ...(room > 0 ? await this.next(tick, room) : [])];
     let at = 0;
     const worker = async () => {
-      while (at < starts.length && this.current(tick)) {
+      while (at < starts.length && this.current(tick) && Date.now() >= this.waitUntil) {
         const start = starts[at++] as StartRow;
         await this.send(tick, start);
       }
@@ -316,11 +363,21 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
     }
     this.sending++;
     try {
-      const started = await startGroup(this.env, asked.data, key);
-      if (this.current(tick)) this.store.mark(start.key, "running", { groupId: started.groupId });
+      const started = await startGroup(this.env, asked.data, key, producer.startedBy);
+      if (!this.current(tick)) return;
+      this.store.mark(start.key, "running", { groupId: started.groupId });
+      if (this.store.producer()?.waiting != null) this.store.setWaiting(null);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       if (!this.current(tick)) return;
+      // A limit: the start stays unanswered, sent again once the budget is raised (it wakes the
+      // producer) or the quota's Retry-After has passed. Nothing is lost and nothing is skipped.
+      if (error.code === "budget_exhausted" || error.code === "quota_exceeded") {
+        const retryS = Number(error.headers?.["retry-after"] ?? Number.NaN);
+        this.waitUntil = Date.now() + (Number.isFinite(retryS) ? retryS * 1000 : BUDGET_RECHECK_MS);
+        this.store.setWaiting(`${error.code}: ${error.message}`);
+        return;
+      }
       // A 503 (an environment or tokenizer check that could not answer) is retried next tick.
       if (error.status === 503) return;
       if (error.status === 422) {

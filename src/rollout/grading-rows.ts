@@ -2,7 +2,9 @@
  * What a group's grading lands besides its episodes: each rubric component of each grade
  * (`reward_components`) and every judge call made for it (`judgements`), as D1 rows.
  */
+import type { Price } from "../costs/price";
 import type { judgements, rewardComponents } from "../db/schema";
+import { judgementCost } from "./episode-costs";
 import { episodeId } from "./group-spec";
 import type { EpisodeRow } from "./storage/episodes";
 
@@ -28,6 +30,7 @@ export function componentRows(
 export function judgementRows(
   groupId: string,
   rows: readonly EpisodeRow[],
+  judgePrice: Price | null,
   firstSeq = 0,
 ): (typeof judgements.$inferInsert)[] {
   return rows.flatMap((e) =>
@@ -45,6 +48,7 @@ export function judgementRows(
       attempt: j.attempt,
       latencyMs: j.latencyMs,
       createdAt: j.createdAt,
+      ...judgementCost(j, judgePrice),
     })),
   );
 }

@@ -1,4 +1,5 @@
 /** What the Worker calls on a group's object, and what it answers (bindings.ts hands out the stub). */
+import type { Spend } from "../costs/spend";
 import type { KnownPolicy } from "../policy/known-policy";
 import type { GroupSpec } from "./group-spec";
 import type { EndReason, EpisodeState, FailureReason } from "./outcomes";
@@ -15,6 +16,11 @@ export interface RolloutGroupApi {
   policyChanged(policy: KnownPolicy): Promise<number>;
   /** Its generations in flight: sent, not yet answered, not aborted by an interrupt. */
   inFlightGenerations(): Promise<number>;
+  /**
+   * What it has spent so far (in-flight-spend.ts); null once it holds no group (it landed, or
+   * never started): its rows in D1 count instead.
+   */
+  spend(): Promise<Spend | null>;
   /**
    * The fleet changed under the group's episodes (a host ejected, paused, or serving another
    * version): each checks its host with the fleet scheduler before its next generation.

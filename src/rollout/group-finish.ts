@@ -5,7 +5,7 @@
  * landing picks up at the step that failed; the object deletes its storage only once both the
  * token object and the rows are durable.
  */
-import type { Config } from "../config";
+import { type Config, priceBook } from "../config";
 import { teachEpisodes } from "../distill/teacher-scoring";
 import type { HostPermits } from "../fleet/host-permits";
 import { errorMessage } from "../sdk";
@@ -89,7 +89,7 @@ async function land(ctx: FinishContext, spec: GroupSpec): Promise<LandingOutcome
   const stored = tokens ? await storeTokenObject(ctx.env.TOKENS, tokens) : { ok: true as const };
   if (!stored.ok) return stored;
   try {
-    const payload = landingPayload(ctx.store, tokens, versions);
+    const payload = landingPayload(ctx.store, tokens, priceBook(ctx.config), versions);
     const landed = await landGroup(ctx.env.DB, lander(ctx.env), payload);
     return landed.ok ? landed : { ok: false, error: `D1: ${landed.error}` };
   } catch (error) {

@@ -47,8 +47,10 @@ export async function newGroupSpec(
   request: StartGroupRequest,
   idempotencyKey: string | null,
   asked: unknown = request,
+  startedBy: string | null = null,
 ): Promise<GroupSpec> {
   return {
+    startedBy,
     groupId: await newGroupId(idempotencyKey),
     request,
     requestHash: await requestHash(asked),

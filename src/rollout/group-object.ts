@@ -6,7 +6,8 @@
  * registration, scoring and landing.
  */
 import { DurableObject } from "cloudflare:workers";
-import { configFrom } from "../config";
+import { configFrom, priceBook } from "../config";
+import type { Spend } from "../costs/spend";
 import { readRunPolicy } from "../db/run-policies";
 import type { Grant } from "../fleet/fleet-api";
 import {
@@ -26,6 +27,7 @@ import type { LiveGroupStatus, RolloutGroupApi, StartResult } from "./group-api"
 import { finishGroup, retryDelayMs } from "./group-finish";
 import type { GroupRuntime } from "./group-runtime";
 import type { GroupSpec } from "./group-spec";
+import { inFlightSpend } from "./in-flight-spend";
 import { liveStatus } from "./live-status";
 import { END, failed, TERMINAL_STATES } from "./outcomes";
 import { PolicyWatch } from "./policy-watch";
@@ -108,6 +110,10 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
 
   async inFlightGenerations(): Promise<number> {
     return this.policy.flights.count();
+  }
+
+  async spend(): Promise<Spend | null> {
+    return this.store.exists() ? inFlightSpend(this.store, priceBook(this.config)) : null;
   }
 
   async hostsChanged(): Promise<void> {

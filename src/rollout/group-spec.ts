@@ -151,6 +151,8 @@ export const GroupSpecSchema = z.object({
   requestHash: z.string(),
   idempotencyKey: z.string().nullable(),
   createdAt: z.string(),
+  /** The principal (token digest prefix) that started it, for its token's in-flight quota. */
+  startedBy: z.string().nullable().default(null),
 });
 export type GroupSpec = z.infer<typeof GroupSpecSchema>;
 

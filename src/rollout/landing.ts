@@ -5,9 +5,11 @@
  */
 import { getTableColumns } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { PriceBook } from "../config";
 import { episodes, groups, judgements, messages, rewardComponents } from "../db/schema";
 import { isOverlong } from "../domain/overlong";
 import { errorMessage, type JsonObject, rewardSuccess } from "../sdk";
+import { episodeCosts, messageUsd } from "./episode-costs";
 import { componentRows, judgementRows } from "./grading-rows";
 import { groupSummary } from "./group-grades";
 import { episodeId } from "./group-spec";
@@ -76,6 +78,7 @@ const LANDED_COLUMNS = [
   "policy_version_min",
   "policy_version_max",
   "finished_at",
+  "score_ms",
 ];
 const UPSERT_GROUPS = `${insertSql("groups", GROUP_COLUMNS)}
     ON CONFLICT (id) DO UPDATE SET ${LANDED_COLUMNS.map((c) => `"${c}" = excluded."${c}"`).join(", ")}`;
@@ -140,10 +143,11 @@ function ownMetadata(metadata: JsonObject | undefined): JsonObject | null {
 export function landingPayload(
   store: GroupStorage,
   tokens: TokenLanding | null,
+  prices: PriceBook,
   landed: LandedVersions | null = null,
 ): LandingPayload {
   const { tools } = store;
-  const { spec, creditApplied, warnings, hostFailures } = store.group.get();
+  const { spec, creditApplied, warnings, hostFailures, scoreMs } = store.group.get();
   const { request } = spec;
   const rows = store.episodes.all();
   const messagesByEpisode = store.transcripts.messagesByEpisode();
@@ -161,6 +165,12 @@ export function landingPayload(
   const versionOf = (idx: number, turn: number) => versions.segments(idx, turn).at(-1)?.version;
 
   const episodeRows: (typeof episodes.$inferInsert)[] = rows.map((e, i) => ({
+    ...episodeCosts(
+      messagesByEpisode.get(e.idx) ?? [],
+      e.judgements,
+      { envMs: e.envMs, teacherTokens: tokens?.episodes.get(e.idx)?.teacherTokens ?? 0 },
+      prices,
+    ),
     id: episodeId(spec.groupId, e.idx),
     groupId: spec.groupId,
     idx: e.idx,
@@ -235,6 +245,7 @@ export function landingPayload(
         host: m.host,
         cachedTokens: m.cachedTokens,
         metadata: ownMetadata(m.message.metadata),
+        usd: messageUsd(m, prices),
       };
     }),
   );
@@ -261,6 +272,7 @@ export function landingPayload(
     policyVersionMin: groupSpan.min,
     policyVersionMax: groupSpan.max,
     finishedAt,
+    scoreMs,
   };
   return {
     groupId: spec.groupId,
@@ -268,7 +280,9 @@ export function landingPayload(
     episodeRows: episodeRows.map((row) => rowJson(EPISODE_COLUMNS, row)),
     messageRows: messageRows.map((row) => rowJson(MESSAGE_COLUMNS, row)),
     componentRows: componentRows(spec.groupId, rows).map((row) => rowJson(COMPONENT_COLUMNS, row)),
-    judgementRows: judgementRows(spec.groupId, rows).map((row) => rowJson(JUDGEMENT_COLUMNS, row)),
+    judgementRows: judgementRows(spec.groupId, rows, prices.judge).map((row) =>
+      rowJson(JUDGEMENT_COLUMNS, row),
+    ),
     groupRow: rowJson(GROUP_COLUMNS, group),
   };
 }

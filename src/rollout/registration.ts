@@ -35,6 +35,7 @@ export function groupRow(spec: GroupSpec, status: GroupStatus): typeof groups.$i
     requestHash: spec.requestHash,
     idempotencyKey: spec.idempotencyKey,
     createdAt: spec.createdAt,
+    startedBy: spec.startedBy,
   };
 }
 

@@ -6,7 +6,9 @@
  * all its episodes, in one D1 transaction. An episode the judge grades now gets its played end
  * back; one it still cannot grade stays `judge_error`, its new calls recorded after the old.
  */
-import { configFrom } from "../config";
+
+import { configFrom, priceBook } from "../config";
+import type { Price } from "../costs/price";
 import {
   type EpisodeRecord,
   findGroup,
@@ -29,6 +31,7 @@ import {
 import { wireMessage } from "../trainer/batch-format";
 import { withTimeout } from "../utils/timeout";
 import { scoreWorker } from "./bindings";
+import { judgementCost } from "./episode-costs";
 import { type GradedMember, groupCredit, groupSummary } from "./group-grades";
 import { gradingInserts } from "./landing";
 import { END } from "./outcomes";
@@ -99,8 +102,10 @@ export async function rescoreGroup(
     transcriptsOf(env.DB, ids),
     nextJudgementSeqs(env.DB, ids),
   ]);
-  const timeoutMs = configFrom(env).SCORE_TIMEOUT_S * 1000;
+  const config = configFrom(env);
+  const timeoutMs = config.SCORE_TIMEOUT_S * 1000;
   let graded: ScoredEpisode[];
+  const started = Date.now();
   try {
     const call = await withTimeout(
       scoreWorker(env).score({
@@ -118,8 +123,9 @@ export async function rescoreGroup(
     return { kind: "unavailable", message: `score worker: ${errorMessage(error)}` };
   }
   const regraded = new Map(chosen.map((e, i) => [e.id, graded[i]]));
+  const spent = { scoreMs: Date.now() - started, judgePrice: priceBook(config).judge };
   try {
-    await writeGrades(env.DB, group, rows, regraded, nextSeq);
+    await writeGrades(env.DB, group, rows, regraded, nextSeq, spent);
   } catch (error) {
     // Two re-scores at once: the second's judge calls collide with the first's on (episode, seq).
     if (/UNIQUE constraint failed: judgements/.test(errorMessage(error)))
@@ -165,13 +171,20 @@ function afterGrade(e: EpisodeRecord, grade: ScoredEpisode | undefined): Episode
   };
 }
 
-/** One UPDATE per episode: each binds 13 values, far inside D1's 100 per statement. */
+/**
+ * One UPDATE per episode: each binds 16 values, far inside D1's 100 per statement. The new judge
+ * calls add to what the episode cost, in the same transaction that records them.
+ */
 const UPDATE_EPISODE = `UPDATE episodes SET status = ?, end_reason = ?, failure_reason = ?,
   failure_detail = ?, played_end_reason = ?, score = ?, threshold = ?, success = ?,
-  reward_metadata = ?, advantage = ?, per_turn_rewards = ?, per_turn_advantages = ? WHERE id = ?`;
+  reward_metadata = ?, advantage = ?, per_turn_rewards = ?, per_turn_advantages = ?,
+  judge_tokens = judge_tokens + ?, usd = usd + ?, unpriced_calls = unpriced_calls + ?
+  WHERE id = ?`;
 
+/** ...and the score call's time adds to the group's environment time. */
 const UPDATE_GROUP = `UPDATE groups SET status = ?, failure_reason = ?, credit_applied = ?,
-  warnings = ?, score_mean = ?, score_std = ?, episodes_failed = ?, uniform = ? WHERE id = ?`;
+  warnings = ?, score_mean = ?, score_std = ?, episodes_failed = ?, uniform = ?,
+  score_ms = score_ms + ? WHERE id = ?`;
 
 const jsonOrNull = (value: unknown) =>
   value === null || value === undefined ? null : JSON.stringify(value);
@@ -183,8 +196,24 @@ async function writeGrades(
   rows: readonly EpisodeRecord[],
   regraded: ReadonlyMap<string, ScoredEpisode | undefined>,
   nextSeq: ReadonlyMap<string, number>,
+  spent: { scoreMs: number; judgePrice: Price | null },
 ): Promise<void> {
   const after = rows.map((e) => afterGrade(e, regraded.get(e.id)));
+  // Each new judge call, priced; and what they add to each episode's cost.
+  const calls = new Map(
+    [...regraded].map(([id, grade]) => [
+      id,
+      (grade?.judgements ?? []).map((j) => ({ ...j, ...judgementCost(j, spent.judgePrice) })),
+    ]),
+  );
+  const added = (id: string) => {
+    const made = calls.get(id) ?? [];
+    return {
+      tokens: made.reduce((n, j) => n + (j.promptTokens ?? 0) + (j.completionTokens ?? 0), 0),
+      usd: made.reduce((n, j) => n + (j.usd ?? 0), 0),
+      unpriced: made.filter((j) => j.usd === null).length,
+    };
+  };
   const members: GradedMember[] = after.map((e) => ({
     id: e.id,
     score: e.status === "failed" ? null : e.score,
@@ -214,6 +243,9 @@ async function writeGrades(
         credit.advantages[i] ?? null,
         jsonOrNull(credit.perTurnRewards[i]),
         jsonOrNull(credit.perTurnAdvantages[i]),
+        added(e.id).tokens,
+        added(e.id).usd,
+        added(e.id).unpriced,
         e.id,
       ),
   );
@@ -228,8 +260,8 @@ async function writeGrades(
         ? (grade.reward.components ?? []).map((c) => ({ episodeId: id, groupId: group.id, ...c }))
         : [],
     ),
-    judgements: grades.flatMap(([id, grade]) =>
-      grade.judgements.map((j, k) => ({
+    judgements: grades.flatMap(([id]) =>
+      (calls.get(id) ?? []).map((j, k) => ({
         episodeId: id,
         seq: (nextSeq.get(id) ?? 0) + k,
         groupId: group.id,
@@ -248,6 +280,7 @@ async function writeGrades(
       summary.scoreStd,
       summary.episodesFailed,
       Number(summary.uniform),
+      spent.scoreMs,
       group.id,
     );
   // One transaction: readers see the group's old grades or its new ones, never a mix.

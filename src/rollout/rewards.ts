@@ -47,6 +47,7 @@ export async function scoreEpisodes(
   const messages = store.transcripts.messagesByEpisode();
   const steps = store.transcripts.stepsByEpisode();
   let graded: Timed<ScoredEpisode[]>;
+  const started = Date.now();
   try {
     graded = await withTimeout(
       scoreWorker.score({
@@ -58,8 +59,10 @@ export async function scoreEpisodes(
       timeoutMs,
     );
   } catch (error) {
+    store.group.addScoreTime(Date.now() - started);
     return { ok: false, error: `score worker: ${errorMessage(error)}` };
   }
+  store.group.addScoreTime(Date.now() - started);
   if (graded.kind === "timeout")
     return { ok: false, error: "scoreEpisodes ran past SCORE_TIMEOUT_S" };
   gradable.forEach((episode, i) => {

@@ -29,6 +29,8 @@ export interface EpisodeTokenSummary {
   sampleCount: number;
   /** Mean `student - teacher` logprob over sampled tokens; null unless a teacher scored it. */
   reverseKl: number | null;
+  /** Tokens the teacher prefilled to score it (every sample's length); 0 unless it did. */
+  teacherTokens: number;
   turns: Map<number, TurnTokenSummary>;
 }
 
@@ -52,6 +54,21 @@ export function reverseKl(turns: readonly TurnTokens[]): number | null {
   return count > 0 ? sum / count : null;
 }
 
+/**
+ * The tokens a teacher was sent for the episode: each trainer sample whole (episodeSamples'
+ * merge-or-split rule: a sample starts at the first turn and at each prefix break, with that
+ * turn's whole prompt), or 0 unless the teacher scored every turn.
+ */
+export function teacherTokens(turns: readonly TurnTokens[]): number {
+  let tokens = 0;
+  for (const [i, turn] of turns.entries()) {
+    if (turn.teacherLogprobs === undefined) return 0;
+    if (i === 0 || !turn.consistent) tokens += turn.prefixLength;
+    tokens += turn.promptTail.length + turn.completionIds.length;
+  }
+  return tokens;
+}
+
 /** What a group lands of its tokens; null for a group whose token policy keeps none (`"off"`). */
 export function tokenLanding(
   spec: GroupSpec,
@@ -73,6 +90,7 @@ export function tokenLanding(
       // Merge or split: the first turn starts a sample, and so does each break.
       sampleCount: turns.length > 0 ? breaks + 1 : 0,
       reverseKl: reverseKl(turns),
+      teacherTokens: teacherTokens(turns),
       turns: new Map(
         turns.map((t) => [
           t.turn,

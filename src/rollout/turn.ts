@@ -16,6 +16,7 @@ import { toolSetOf } from "./storage/tools";
 /** Opens the episode; returns the opening messages it recorded (none if it ended instead). */
 async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage[]> {
   const { env, example, prompt_text: promptText } = rt.spec.request;
+  const started = Date.now();
   const answer = await callStepWorker("startEpisode", rt.config.STEP_TIMEOUT_S * 1000, () =>
     rt.environment.open({
       env,
@@ -24,9 +25,12 @@ async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage
       episodeId: episodeId(rt.spec.groupId, idx),
     }),
   );
+  const envMs = Date.now() - started;
   const tools = answer.kind === "ended" ? null : answer.value.tools;
   const toolSet = tools === null ? null : await toolSetOf(tools);
   await rt.writeTurn();
+  // Recorded in the shared write turn with the answer, not in a commit of its own.
+  rt.store.episodes.inEnvironment(idx, envMs);
   if (answer.kind === "ended") {
     rt.store.finish(idx, answer.end);
     return [];
@@ -45,6 +49,7 @@ async function step(
 ): Promise<readonly ChatMessage[]> {
   const { env, example } = rt.spec.request;
   const timeoutMs = rt.config.STEP_TIMEOUT_S * 1000;
+  const started = Date.now();
   const viaSession = await session.step(transcript, timeoutMs);
   const answer =
     viaSession.kind === "retry_alone"
@@ -60,7 +65,9 @@ async function step(
           "stepEpisode",
           viaSession.kind === "timeout" ? viaSession : { kind: "in_time", value: viaSession.call },
         );
+  const envMs = Date.now() - started;
   await rt.writeTurn();
+  rt.store.episodes.inEnvironment(idx, envMs);
   if (answer.kind === "ended") {
     rt.store.finish(idx, answer.end);
     return [];

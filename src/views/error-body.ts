@@ -30,6 +30,8 @@ export const ErrorCodeSchema = z.enum([
   "batch_settled",
   "invalid_dataset",
   "dataset_conflict",
+  "budget_exhausted",
+  "quota_exceeded",
   "internal_error",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;

@@ -2,11 +2,15 @@
  * The smaller answers of the API, each built here once; the client takes its types from these
  * functions instead of restating them.
  */
+
+import type { RunSpend } from "../costs/spend";
 import type { EpisodeRecord, PacingRow, runProgress } from "../db/queries";
+import type { RunBudget } from "../db/run-budgets";
 import type { RunPolicy } from "../db/run-policies";
 import type { GroupStatus } from "../domain/group-status";
 import { pacing } from "../policy/pacing";
 import { episodeForTrainer, type groupForTrainer } from "../trainer/batch-format";
+import { budgetView, costsView } from "./cost-view";
 import type { GroupView } from "./group-view";
 import { policyView } from "./policy-view";
 
@@ -72,6 +76,8 @@ export function runProgressView(
   pacingRows: readonly PacingRow[],
   policy: RunPolicy | null,
   inFlightGenerations: number | null,
+  spend: RunSpend,
+  budget: RunBudget | null,
 ) {
   const count = (status: GroupStatus) =>
     rows.find((r) => r.status === status) ?? { groups: 0, episodes: 0 };
@@ -95,6 +101,10 @@ export function runProgressView(
      * at 0 before it loads new weights.
      */
     in_flight_generations: inFlightGenerations,
+    /** What the run has spent: its bill so far (docs/costs.md). */
+    costs: costsView(spend),
+    /** Its budget against that spend; null when its trainer set none. */
+    budget: budget === null ? null : budgetView(runId, budget, spend.total),
   };
 }
 

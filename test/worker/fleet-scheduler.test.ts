@@ -21,6 +21,7 @@ const host = (url: string, maxInflight = Number.POSITIVE_INFINITY): FleetHost =>
   weight: 1,
   maxInflight,
   adaptive: false,
+  price: null,
 });
 
 /** A fleet object of the test's own, over `hosts`. */

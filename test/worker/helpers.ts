@@ -22,6 +22,8 @@ export const TOKENS = {
   trainer: "test-token-trainer",
   otherTrainer: "test-token-trainer-2",
   reader: "test-token-reader",
+  /** A producer with `max_inflight_groups: 1`. */
+  quota: "test-token-quota",
 };
 
 /** The API's one error body (src/views/error-body.ts); `details` as the refusal gives them. */

@@ -16,7 +16,14 @@ async function freshLimiter(cap = 1, urls: string[] = [LIVE]) {
   const name = `permits-test-${n++}`;
   const stub = env.FLEET.get(env.FLEET.idFromName(name)) as unknown as FleetApi;
   await stub.useHosts(
-    urls.map((url) => ({ url, name: url, weight: 1, maxInflight: cap, adaptive: false })),
+    urls.map((url) => ({
+      url,
+      name: url,
+      weight: 1,
+      maxInflight: cap,
+      adaptive: false,
+      price: null,
+    })),
   );
   const route = (key: string): Route => ({
     key,

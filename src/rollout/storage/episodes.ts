@@ -48,6 +48,8 @@ export interface EpisodeRow {
   judgements: JudgementRecord[];
   /** The end it played to, when its grading then failed it (a re-score restores it). */
   playedEndReason: EndReason | null;
+  /** Time its opening and steps took in environment code, calls that ran out of time included. */
+  envMs: number;
 }
 
 /** What the host counted of an episode so far. */
@@ -88,6 +90,7 @@ function toEpisode(r: Row): EpisodeRow {
     discardedTokens: Number(r.discarded_tokens),
     judgements: jsonOf(r.judgements) as JudgementRecord[],
     playedEndReason: EndReasonSchema.nullable().parse(r.played_end_reason),
+    envMs: Number(r.env_ms ?? 0),
   };
 }
 
@@ -114,6 +117,7 @@ const UPDATABLE = [
   "discardedTokens",
   "judgements",
   "playedEndReason",
+  "envMs",
 ] as const;
 
 /** An episode as `insert` writes it, and as the table's defaults fill it in. */
@@ -142,6 +146,7 @@ function newEpisode(idx: number, startedAt: number): EpisodeRow {
     discardedTokens: 0,
     judgements: [],
     playedEndReason: null,
+    envMs: 0,
   };
 }
 
@@ -262,6 +267,11 @@ export class EpisodesTable {
   /** An interrupting pause aborted its generation, which had produced `tokens`, not kept. */
   discarded(idx: number, tokens: number): void {
     this.change(idx, { discardedTokens: this.get(idx).discardedTokens + tokens });
+  }
+
+  /** An environment call of it (its opening or a step) took `ms`. */
+  inEnvironment(idx: number, ms: number): void {
+    this.change(idx, { envMs: this.get(idx).envMs + ms });
   }
 
   rewarded(idx: number, reward: RewardResult): void {

@@ -25,6 +25,8 @@ export interface GroupRow {
   homeHost: string | null;
   /** Failed calls to the inference hosts, by host: landed for `host_stats`. */
   hostFailures: Record<string, number>;
+  /** Time its score calls took, all attempts (the run's bill counts it as environment time). */
+  scoreMs: number;
 }
 
 const WarningsSchema = z.array(z.string());
@@ -42,6 +44,7 @@ function toGroup(r: Row): GroupRow {
     lastError: textOrNull(r.last_error),
     homeHost: textOrNull(r.home_host),
     hostFailures: HostFailuresSchema.parse(jsonOf(r.host_failures ?? "{}")),
+    scoreMs: Number(r.score_ms ?? 0),
   };
 }
 
@@ -55,6 +58,7 @@ const UPDATABLE = [
   "lastError",
   "homeHost",
   "hostFailures",
+  "scoreMs",
 ] as const;
 
 export class GroupStateTable {
@@ -95,6 +99,7 @@ export class GroupStateTable {
       last_error: null,
       home_host: null,
       host_failures: "{}",
+      score_ms: 0,
     });
     this.db.afterCommit(() => {
       this.cache = row;
@@ -138,6 +143,13 @@ export class GroupStateTable {
     hostFailures[host] = (hostFailures[host] ?? 0) + 1;
     this.update.run({ hostFailures: JSON.stringify(hostFailures) });
     this.patch({ hostFailures });
+  }
+
+  /** A score call took `ms` (answered or not). */
+  addScoreTime(ms: number): void {
+    const scoreMs = this.get().scoreMs + ms;
+    this.update.run({ scoreMs });
+    this.patch({ scoreMs });
   }
 
   /** Credit is assigned: the group moves on to landing. */

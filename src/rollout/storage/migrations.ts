@@ -196,6 +196,14 @@ const JUDGED = `
 ALTER TABLE episodes ADD COLUMN judgements TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE episodes ADD COLUMN played_end_reason TEXT;`;
 
+/**
+ * Version 7: a run's bill. Each episode's time in environment code (its opening and steps), and
+ * the group's in its score calls.
+ */
+const ENV_TIME = `
+ALTER TABLE episodes ADD COLUMN env_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE group_state ADD COLUMN score_ms INTEGER NOT NULL DEFAULT 0;`;
+
 const sql = (text: string) => (db: SqlStorage) => {
   db.exec(text);
 };
@@ -207,4 +215,5 @@ export const GROUP_MIGRATIONS: readonly Migration[] = [
   { version: 4, name: "tokens discarded by interrupted generations", up: sql(INTERRUPTS) },
   { version: 5, name: "tokens kept of interrupted token-in turns", up: sql(KEPT_TOKENS) },
   { version: 6, name: "judge calls, and the end a failed grading replaced", up: sql(JUDGED) },
+  { version: 7, name: "time in environment code, for the run's bill", up: sql(ENV_TIME) },
 ];

@@ -36,6 +36,16 @@ export interface ActionStats {
   cachedTokens?: number | null;
 }
 
+/** One host's share of a group's sampled messages. */
+export interface HostUsage {
+  host: string | null;
+  generations: number;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  retries: number;
+}
+
 const messageOf = (r: Row) => ChatMessageSchema.parse(jsonOf(r.message));
 
 function toMessage(r: Row): MessageRow {
@@ -144,6 +154,29 @@ export class TranscriptsTable {
       );
     }
     this.db.afterCommit(() => this.next.set(idx, first + messages.length));
+  }
+
+  /**
+   * What the sampled messages so far used, by the host that answered: one aggregate query, not
+   * a parse of every message (a run's budget asks each group in flight on every start).
+   */
+  usageByHost(): HostUsage[] {
+    return this.db
+      .exec(
+        `SELECT host, COUNT(*) AS generations, SUM(COALESCE(prompt_tokens, 0)) AS prompt,
+           SUM(COALESCE(cached_tokens, 0)) AS cached, SUM(COALESCE(completion_tokens, 0)) AS completion,
+           SUM(MAX(COALESCE(attempts, 1) - 1, 0)) AS retries
+         FROM messages WHERE sampled = 1 GROUP BY host`,
+      )
+      .toArray()
+      .map((r) => ({
+        host: textOrNull(r.host),
+        generations: Number(r.generations),
+        promptTokens: Number(r.prompt),
+        cachedTokens: Number(r.cached),
+        completionTokens: Number(r.completion),
+        retries: Number(r.retries),
+      }));
   }
 
   recordStep(idx: number, turn: number, metadata: JsonObject): void {
