@@ -1,7 +1,11 @@
-/** The dashboard's front page: runs, reward distributions, success rates, policy trend, failures. */
+/**
+ * The dashboard's front page: runs, their costs, reward distributions, success rates, policy
+ * trend, failures.
+ */
 
 import type { HostsView } from "../fleet/hosts-wire";
 import { binValues, color, Histogram, LineChart, type Series, ShareBars } from "./charts";
+import { CostsPanel } from "./costs-panel";
 import { HostsTable } from "./hosts-table";
 import { fmt, Layout, Pill } from "./layout";
 import type { EvalPoint, HostStatsRow, overview } from "./queries";
@@ -52,6 +56,7 @@ export function OverviewPage(props: {
     policies,
     evals,
     components,
+    costs,
   } = props.data;
   const evalCurves = evalSeries(evals);
   const envs = [...byKey(scores, (s) => s.env)];
@@ -219,6 +224,8 @@ export function OverviewPage(props: {
           ))}
         </tbody>
       </table>
+
+      <CostsPanel rows={costs} />
 
       <h2>Reward components</h2>
       {components.length === 0 ? (

@@ -1,6 +1,8 @@
 /** What the dashboard reads from D1: the SQL views, and a few lists. */
+import type { BudgetLimits } from "../costs/budget";
 import type { DeliveryState } from "../domain/delivery";
 import type { GroupStatus } from "../domain/group-status";
+import type { SpendView } from "../views/cost-view";
 
 type Row = Record<string, unknown>;
 
@@ -116,7 +118,6 @@ export interface EvalPoint {
   maj_at_k: number | null;
 }
 
-/** `run` narrows everything to one run; null means all runs. */
 /** One rubric component of an environment, over the episodes shown (reward_component_stats). */
 export interface ComponentRow {
   env: string;
@@ -126,6 +127,14 @@ export interface ComponentRow {
   mean_value: number;
 }
 
+/**
+ * A run's bill from `run_costs` (landed groups; `groups` counts those in flight too) beside its
+ * budget's limits (null: not set, or no budget), with its latest group's start.
+ */
+export type CostRow = SpendView &
+  BudgetLimits & { run_id: string; groups_in_flight: number; episodes: number; last_group: string };
+
+/** `run` narrows everything to one run; null means all runs. */
 export async function overview(db: D1Database, run: string | null) {
   const [
     runs,
@@ -140,6 +149,7 @@ export async function overview(db: D1Database, run: string | null) {
     policies,
     evals,
     components,
+    costs,
   ] = await Promise.all([
     all<RunRow>(
       db,
@@ -220,6 +230,16 @@ export async function overview(db: D1Database, run: string | null) {
        GROUP BY env, name ORDER BY env, weight DESC, name LIMIT 200`,
       run,
     ),
+    // The bill of the 20 runs whose latest group started last, with their budgets, in one read.
+    all<CostRow>(
+      db,
+      `WITH recent AS (SELECT run_id, MAX(created_at) AS last_group FROM groups
+         WHERE ?1 IS NULL OR run_id = ?1 GROUP BY run_id ORDER BY last_group DESC LIMIT 20)
+       SELECT c.*, r.last_group, b.max_sampled_tokens, b.max_prompt_tokens, b.max_usd, b.max_groups
+       FROM recent r JOIN run_costs c ON c.run_id = r.run_id
+       LEFT JOIN run_budgets b ON b.run_id = r.run_id ORDER BY r.last_group DESC`,
+      run,
+    ),
   ]);
   return {
     runs,
@@ -233,6 +253,7 @@ export async function overview(db: D1Database, run: string | null) {
     policies,
     evals,
     components,
+    costs,
     totals: totals[0] ?? { groups: 0, landed: 0, running: 0 },
   };
 }

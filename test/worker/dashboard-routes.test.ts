@@ -2,7 +2,7 @@ import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { color } from "../../src/dashboard/charts";
-import { api, guessExample, startGroup, waitForGroup } from "./helpers";
+import { api, d1, guessExample, itemAt, post, startGroup, TOKENS, waitForGroup } from "./helpers";
 
 const objects = async () => (await listDurableObjectIds(env.ROLLOUT_GROUP)).length;
 
@@ -45,6 +45,50 @@ describe("the dashboard's group page", () => {
     const page = await api(`/groups/${id}`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain(id);
+  });
+});
+
+describe("the overview's Costs panel", () => {
+  it("shows a run's landed sampled tokens, as its episodes sum them, and its budget", async () => {
+    const run = `dash-costs-${crypto.randomUUID().slice(0, 8)}`;
+    const id = await startGroup({
+      env: "guess-number",
+      example: guessExample(`${run}-guess`, 42),
+      group_size: 2,
+      run_id: run,
+      sampling: { model: "sim", temperature: 0 },
+    });
+    const budget = await post(
+      `/v1/runs/${run}/budget`,
+      { max_sampled_tokens: 1_000_000 },
+      { authorization: `Bearer ${TOKENS.trainer}` },
+    );
+    expect(budget.status).toBe(200);
+    expect((await waitForGroup(id)).status).toBe("landed");
+
+    const [sum] = await d1<{ sampled: number }>(
+      "SELECT SUM(completion_tokens) AS sampled FROM episodes WHERE run_id = ?",
+      run,
+    );
+    const sampled = sum?.sampled ?? 0;
+    expect(sampled).toBeGreaterThan(0);
+    const tokens = (n: number) => n.toLocaleString("en-US");
+
+    const page = await api(`/?run=${run}`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const table = html.slice(html.indexOf('<table data-testid="costs">'));
+    const row = itemAt(
+      table
+        .slice(0, table.indexOf("</table>"))
+        .split("<tr")
+        .filter((tr) => tr.includes(`>${run}</a>`)),
+    );
+    expect(row).toContain(`<td class="num">${tokens(sampled)}</td>`);
+    const share = Math.min(99, Math.round((sampled / 1_000_000) * 100));
+    expect(row).toContain(`sampled ${tokens(sampled)} / 1,000,000 (${share}%)`);
+    expect(row).not.toContain("exhausted");
+    expect(html).toContain("Landed groups; GET /v1/runs/:id adds those in flight");
   });
 });
 
