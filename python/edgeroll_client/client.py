@@ -1,5 +1,5 @@
-"""EdgerollClient: the HTTP API a trainer uses (groups, the run's policy, datasets, leases, acks
-and releases), over urllib, each refusal raised as an EdgerollError."""
+"""EdgerollClient: the HTTP API a trainer uses (groups, the run's policy and budget, datasets,
+leases, acks and releases), over urllib, each refusal raised as an EdgerollError."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import quote
@@ -19,6 +20,25 @@ from .errors import EdgerollError
 from .local_token import discover_token
 
 DEFAULT_URL = "http://127.0.0.1:8787"
+
+# The limits of a run's budget, as POST /v1/runs/:id/budget names them (src/costs/budget.ts).
+BUDGET_LIMITS = ("max_sampled_tokens", "max_prompt_tokens", "max_usd", "max_groups")
+# How long evaluate waits, at most, for its token's quota of groups in flight to free.
+QUOTA_WAIT_S = 600.0
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds: a number of seconds or an HTTP date (None: absent or unreadable)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 @dataclass
@@ -63,9 +83,21 @@ class EdgerollClient:
                 detail = json.loads(error.read())["error"]
             except Exception:  # not our error shape
                 detail = {"code": "http_error", "message": str(error)}
-            raise EdgerollError(method, url, error.code, detail["code"], detail["message"]) from None
+            raise EdgerollError(
+                method,
+                url,
+                error.code,
+                detail["code"],
+                detail["message"],
+                detail.get("details"),
+                _retry_after(error.headers.get("retry-after")),
+            ) from None
 
     def start_group(self, request: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        """Starts a group. Refused with a 429 when its run has spent a limit of its budget
+        (EdgerollError code `budget_exhausted`: raise the limit, waiting does not help) or when
+        this token has its most groups in flight (`quota_exceeded`: start it again after the
+        error's `retry_after` seconds). Neither is retried here."""
         headers = {"idempotency-key": idempotency_key} if idempotency_key else None
         return self._request("POST", "/v1/groups", request, headers)
 
@@ -117,6 +149,26 @@ class EdgerollClient:
     def get_policy(self, run_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/runs/{run_id}/policy")
 
+    def set_budget(self, run_id: str, **limits: float | None) -> dict[str, Any]:
+        """Limits what the run may spend (trainer role), before or during the run: any of
+        `max_sampled_tokens`, `max_prompt_tokens`, `max_usd` and `max_groups`. Only the limits
+        named are sent: a number sets one, None removes it, one not named stays as it was. Once
+        the run's spend (landed and in flight) reaches a limit, its new groups are refused (429
+        `budget_exhausted`) and its producer waits; raising the limit lets them through again.
+        Returns the budget view: run_id, limits, spent, exhausted, reached, overshoot,
+        updated_at and updated_by."""
+        unknown = sorted(set(limits) - set(BUDGET_LIMITS))
+        if unknown:
+            raise TypeError(f"set_budget: no limit {', '.join(unknown)}; the limits are {', '.join(BUDGET_LIMITS)}")
+        if not limits:
+            raise TypeError(f"set_budget: name at least one of {', '.join(BUDGET_LIMITS)} (None removes one)")
+        return self._request("POST", f"/v1/runs/{quote(run_id, safe='')}/budget", limits)
+
+    def get_budget(self, run_id: str) -> dict[str, Any]:
+        """The run's budget against what it has spent, as set_budget answers it (its limits all
+        None when none was set)."""
+        return self._request("GET", f"/v1/runs/{quote(run_id, safe='')}/budget")
+
     def list_hosts(self) -> dict[str, Any]:
         """The inference fleet: each host's state, episodes in flight, cap and declared version."""
         return self._request("GET", "/v1/hosts")
@@ -128,7 +180,9 @@ class EdgerollClient:
 
     def get_run(self, run_id: str) -> dict[str, Any]:
         """The run's progress, policy and pacing: groups in flight and landed but unleased,
-        by version (what a producer keeps below a bound so it never runs ahead)."""
+        by version (what a producer keeps below a bound so it never runs ahead); `costs`, what
+        it has spent (`total`, `landed`, `in_flight`, `groups_in_flight`, `groups_unanswered`),
+        and `budget`, as get_budget answers it (None when none was set)."""
         return self._request("GET", f"/v1/runs/{run_id}")
 
     def start_producer(self, run_id: str, **request: Any) -> dict[str, Any]:
@@ -178,7 +232,9 @@ class EdgerollClient:
         """Evaluates one policy version: an evaluation group (`kind: "eval"`) per example, then
         the version's rows of `eval_results` (only those `k`, when given). Returns the landed
         groups and the rows. Training goes on meanwhile: evaluations are never leased. Keys
-        name the version, so a rerun resumes and the next version starts groups of its own."""
+        name the version, so a rerun resumes and the next version starts groups of its own. A
+        start over the token's quota of groups in flight is sent again after its Retry-After
+        (for up to QUOTA_WAIT_S); one refused for the run's budget raises at once."""
         from concurrent.futures import ThreadPoolExecutor
 
         def one(example: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +249,7 @@ class EdgerollClient:
                 "sampling": sampling,
             }
             key = f"edgeroll-eval:{run_id}:{env}:v{policy_version}:{example['id']}:{group_size}"[:255]
-            started = self.start_group(body, idempotency_key=key)
+            started = self._start_within_quota(body, key)
             return self.wait_for_group(started["group_id"])
 
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(examples)))) as pool:
@@ -204,6 +260,21 @@ class EdgerollClient:
             if row["env"] == env and row["policy_version"] == policy_version and (k is None or row["k"] in k)
         ]
         return groups, rows
+
+    def _start_within_quota(self, body: dict[str, Any], key: str, wait: float = QUOTA_WAIT_S) -> dict[str, Any]:
+        """start_group, sent again while it is refused `quota_exceeded` (the token's groups in
+        flight free as they land), after each refusal's Retry-After. A refused start created
+        nothing, so sending it again is safe. Anything else, `budget_exhausted` above all
+        (a spent budget does not free itself), raises at once."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return self.start_group(body, idempotency_key=key)
+            except EdgerollError as error:
+                if error.code != "quota_exceeded" or time.monotonic() > deadline:
+                    raise
+                pause = 5.0 if error.retry_after is None else error.retry_after
+                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
 
     def push_dataset(
         self, path: str | os.PathLike[str], name: str | None = None, replace: bool = False

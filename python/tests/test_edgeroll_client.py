@@ -1,6 +1,7 @@
 """edgeroll_client as a trainer uses it: samples decoded from either encoding, the token found as
 the CLI finds it, and the client against a small stand-in for edgeroll's API (requests, the error
-shape, a lease acked when the block ends and released when it raises). The live API is
+shape, a lease acked when the block ends and released when it raises, a run's budget, and the
+429s of a spent budget and of a token's quota). The live API is
 test/e2e/trainer-clients.test.ts's (examples/python/train_grpo.py against wrangler dev).
 
     PYTHONPATH=python python3 -m unittest discover -s python/tests -v   # or with the package installed
@@ -15,6 +16,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -117,48 +119,99 @@ class DiscoverToken(unittest.TestCase):
         self.assertEqual((client.base_url, client.token), (DEFAULT_URL, "local-admin"))
 
 
+NO_LIMITS = {"max_sampled_tokens": None, "max_prompt_tokens": None, "max_usd": None, "max_groups": None}
+
+
+def budget_view(run_id: str, limits: dict[str, Any]) -> dict[str, Any]:
+    """What /v1/runs/:id/budget answers (src/views/cost-view.ts budgetView), nothing spent."""
+    return {
+        "run_id": run_id,
+        "limits": limits,
+        "spent": {"max_sampled_tokens": 0, "max_prompt_tokens": 0, "max_usd": 0, "max_groups": 0},
+        "exhausted": False,
+        "reached": [],
+        "overshoot": {},
+        "updated_at": "2026-12-05T19:27:56.000Z" if limits != NO_LIMITS else None,
+        "updated_by": "trainer" if limits != NO_LIMITS else None,
+    }
+
+
+BUDGET_EXHAUSTED = (
+    429,
+    {"error": {"code": "budget_exhausted", "message": 'run "r1" has reached max_groups (2 of 2)',
+               "details": {"reached": [{"limit": "max_groups", "max": 2, "spent": 2}]}}},
+    {},
+)
+
+
+def quota_exceeded(retry_after: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    return (
+        429,
+        {"error": {"code": "quota_exceeded", "message": "this token may have 1 groups in flight",
+                   "details": {"max_inflight_groups": 1, "in_flight": 1}}},
+        {"retry-after": retry_after},
+    )
+
+
 class StandIn(BaseHTTPRequestHandler):
     """Answers as edgeroll does, recording each request: a lease with one batch, acks and
-    releases, and a 404 in the API's error shape for anything else."""
+    releases, a run's budget, group starts (after the refusals queued in `refusals`), and a 404
+    in the API's error shape for anything else."""
 
     calls: list[dict[str, Any]] = []
     # What GET /v1/runs/r1 answers for in_flight_generations, call after call (then 0).
     in_flight: list[int] = []
+    # What POST /v1/groups answers before it starts one: (status, body, headers), in turn.
+    refusals: list[tuple[int, dict[str, Any], dict[str, str]]] = []
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        self.calls.append({"path": self.path, "body": None, "headers": dict(self.headers)})
+        self.calls.append({"method": "GET", "path": self.path, "body": None, "headers": dict(self.headers)})
         if self.path == "/v1/datasets":
             self.answer(200, {"datasets": [{"name": "math", "examples": 2}]})
         elif self.path == "/v1/runs/r1":
             left = StandIn.in_flight.pop(0) if StandIn.in_flight else 0
             self.answer(200, {"run_id": "r1", "in_flight_generations": left})
+        elif self.path == "/v1/runs/r1/budget":
+            self.answer(200, budget_view("r1", NO_LIMITS))
+        elif self.path == "/v1/groups/g_2":
+            self.answer(200, {"group_id": "g_2", "status": "landed"})
+        elif self.path == "/v1/runs/r1/evals":
+            self.answer(200, [{"env": "quiz", "policy_version": 2, "k": 1, "pass_at_k": 0.5}])
         else:
             self.answer(404, {"error": {"code": "not_found", "message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         if self.path.startswith("/v1/datasets/"):  # the file itself, not JSON
             raw = self.rfile.read(int(self.headers["content-length"]))
-            self.calls.append({"path": self.path, "body": raw, "headers": dict(self.headers)})
+            self.calls.append({"method": "POST", "path": self.path, "body": raw, "headers": dict(self.headers)})
             name = self.path.split("/")[-1].split("?")[0]
             self.answer(201, {"name": name, "bytes": len(raw), "result": "created"})
             return
-        body = json.loads(self.rfile.read(int(self.headers["content-length"] or 0)) or b"null")
-        self.calls.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+        raw = self.rfile.read(int(self.headers["content-length"] or 0))
+        body = json.loads(raw or b"null")
+        call = {"method": "POST", "path": self.path, "body": body, "raw": raw, "headers": dict(self.headers)}
+        self.calls.append(call)
         if self.path == "/v1/batches/lease":
             self.answer(200, {"batch_id": "b_1", "lease_expires_at": "soon", "groups": [
                 {"group_id": "g_1", "episodes": [{"episode_id": "e_1"}, {"episode_id": "e_2"}]}]})
         elif self.path in ("/v1/batches/b_1/ack", "/v1/batches/b_1/release"):
             self.answer(200, {"batch_id": "b_1"})
+        elif self.path == "/v1/groups" and StandIn.refusals:
+            self.answer(*StandIn.refusals.pop(0))
         elif self.path == "/v1/groups":
             self.answer(202, {"group_id": "g_2", "created": True})
+        elif self.path in ("/v1/runs/r1/budget", "/v1/runs/a%2Fb/budget"):
+            self.answer(200, budget_view("r1", {**NO_LIMITS, **body}))
         else:
             self.answer(404, {"error": {"code": "not_found", "message": f"no route {self.path}"}})
 
-    def answer(self, status: int, body: Any) -> None:
+    def answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -166,11 +219,15 @@ class StandIn(BaseHTTPRequestHandler):
         pass
 
 
-class Client(unittest.TestCase):
+class AgainstStandIn(unittest.TestCase):
+    """A client against a fresh stand-in: `StandIn.calls` is what it was sent."""
+
     def setUp(self) -> None:
         StandIn.calls = []
+        StandIn.refusals = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # A short poll: shutdown waits for the loop to see it.
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self.addCleanup(self.server.server_close)
         self.addCleanup(self.server.shutdown)
         self.client = EdgerollClient(f"http://127.0.0.1:{self.server.server_port}/", token="t-1")
@@ -178,6 +235,8 @@ class Client(unittest.TestCase):
     def paths(self) -> list[str]:
         return [call["path"] for call in StandIn.calls]
 
+
+class Client(AgainstStandIn):
     def test_requests_carry_the_token_and_the_idempotency_key(self) -> None:
         self.client.start_group({"env": "guess-number"}, idempotency_key="k-1")
         headers = {k.lower(): v for k, v in StandIn.calls[0]["headers"].items()}
@@ -244,6 +303,107 @@ class Client(unittest.TestCase):
         with self.assertRaises(RuntimeError), self.client.leased(max_groups=1):
             raise RuntimeError("the step failed")
         self.assertEqual(self.paths(), ["/v1/batches/lease", "/v1/batches/b_1/release"])
+
+
+class Budget(AgainstStandIn):
+    """set_budget and get_budget, and the 429s a start meets: budget_exhausted is raised at once
+    (a spent budget does not free itself), quota_exceeded carries its Retry-After."""
+
+    def test_set_budget_sends_only_the_limits_named_and_none_as_null(self) -> None:
+        view = self.client.set_budget("r1", max_usd=12.5, max_groups=None)
+        (call,) = StandIn.calls
+        self.assertEqual((call["method"], call["path"]), ("POST", "/v1/runs/r1/budget"))
+        self.assertEqual(call["body"], {"max_usd": 12.5, "max_groups": None})
+        self.assertEqual(json.loads(call["raw"]), {"max_usd": 12.5, "max_groups": None})
+        self.assertIn(b'"max_groups": null', call["raw"])
+        self.assertNotIn(b"max_sampled_tokens", call["raw"])
+        self.assertNotIn(b"max_prompt_tokens", call["raw"])
+        headers = {k.lower(): v for k, v in call["headers"].items()}
+        self.assertEqual(headers["content-type"], "application/json")
+        self.assertEqual(headers["authorization"], "Bearer t-1")
+        self.assertEqual(view["limits"], {**NO_LIMITS, "max_usd": 12.5})
+        self.assertFalse(view["exhausted"])
+
+    def test_set_budget_quotes_the_run_id(self) -> None:
+        self.client.set_budget("a/b", max_sampled_tokens=1_000_000)
+        self.assertEqual(self.paths(), ["/v1/runs/a%2Fb/budget"])
+        self.assertEqual(StandIn.calls[0]["body"], {"max_sampled_tokens": 1_000_000})
+
+    def test_set_budget_refuses_no_limit_or_an_unknown_one_before_sending(self) -> None:
+        with self.assertRaises(TypeError) as raised:
+            self.client.set_budget("r1")
+        self.assertIn("max_sampled_tokens", str(raised.exception))
+        with self.assertRaises(TypeError) as raised:
+            self.client.set_budget("r1", max_tokens=10)
+        self.assertIn("max_tokens", str(raised.exception))
+        self.assertEqual(StandIn.calls, [])
+
+    def test_get_budget_reads_the_view(self) -> None:
+        view = self.client.get_budget("r1")
+        (call,) = StandIn.calls
+        self.assertEqual((call["method"], call["path"], call["body"]), ("GET", "/v1/runs/r1/budget", None))
+        self.assertEqual(view["limits"], NO_LIMITS)
+        self.assertEqual(set(view), {"run_id", "limits", "spent", "exhausted", "reached", "overshoot",
+                                     "updated_at", "updated_by"})
+
+    def test_a_start_refused_for_the_budget_raises_its_code_once(self) -> None:
+        StandIn.refusals = [BUDGET_EXHAUSTED]
+        with self.assertRaises(EdgerollError) as raised:
+            self.client.start_group({"env": "quiz", "run_id": "r1"}, idempotency_key="k-1")
+        error = raised.exception
+        self.assertEqual((error.status, error.code), (429, "budget_exhausted"))
+        self.assertEqual(error.details, {"reached": [{"limit": "max_groups", "max": 2, "spent": 2}]})
+        self.assertIsNone(error.retry_after)
+        self.assertIn("has reached max_groups", error.message)
+        self.assertEqual((error.method, self.paths()), ("POST", ["/v1/groups"]))  # not retried
+
+    def test_a_start_over_the_quota_raises_with_its_retry_after(self) -> None:
+        StandIn.refusals = [quota_exceeded("5")]
+        with self.assertRaises(EdgerollError) as raised:
+            self.client.start_group({"env": "quiz", "run_id": "r1"})
+        error = raised.exception
+        self.assertEqual((error.status, error.code, error.retry_after), (429, "quota_exceeded", 5.0))
+        self.assertEqual(error.details, {"max_inflight_groups": 1, "in_flight": 1})
+        self.assertEqual(self.paths(), ["/v1/groups"])
+
+    def evaluate(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return self.client.evaluate(
+            "quiz", [{"id": "q1", "input": "1+1?"}], group_size=2, policy_version=2, run_id="r1",
+            sampling={"temperature": 1.0},
+        )
+
+    def test_evaluate_starts_again_after_a_quotas_retry_after(self) -> None:
+        StandIn.refusals = [quota_exceeded("0"), quota_exceeded("0")]
+        groups, rows = self.evaluate()
+        self.assertEqual(groups, [{"group_id": "g_2", "status": "landed"}])
+        self.assertEqual([row["k"] for row in rows], [1])
+        self.assertEqual(self.paths(), ["/v1/groups"] * 3 + ["/v1/groups/g_2", "/v1/runs/r1/evals"])
+        starts = [{k.lower(): v for k, v in call["headers"].items()} for call in StandIn.calls[:3]]
+        keys = {headers["idempotency-key"] for headers in starts}
+        self.assertEqual(keys, {"edgeroll-eval:r1:quiz:v2:q1:2"})  # the same start, sent again
+
+    def test_evaluate_does_not_retry_a_spent_budget(self) -> None:
+        StandIn.refusals = [quota_exceeded("0"), BUDGET_EXHAUSTED]
+        with self.assertRaises(EdgerollError) as raised:
+            self.evaluate()
+        self.assertEqual(raised.exception.code, "budget_exhausted")
+        self.assertEqual(self.paths(), ["/v1/groups", "/v1/groups"])
+
+
+class RetryAfter(unittest.TestCase):
+    def test_seconds_or_an_http_date(self) -> None:
+        from email.utils import formatdate
+
+        from edgeroll_client.client import _retry_after
+
+        self.assertEqual(_retry_after("5"), 5.0)
+        self.assertEqual(_retry_after("0"), 0.0)
+        self.assertIsNone(_retry_after(None))
+        self.assertIsNone(_retry_after("soon"))
+        in_a_minute = _retry_after(formatdate(time.time() + 60, usegmt=True))
+        assert in_a_minute is not None
+        self.assertTrue(55 <= in_a_minute <= 61, in_a_minute)
+        self.assertEqual(_retry_after(formatdate(time.time() - 60, usegmt=True)), 0.0)
 
 
 if __name__ == "__main__":
