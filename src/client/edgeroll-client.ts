@@ -253,6 +253,18 @@ export class EdgerollClient {
         await sleep(retryDelayMs(attempt));
         continue;
       }
+      // A 429 that says when to come back (a token's quota of groups in flight) passes by
+      // waiting; one that does not (a run's budget spent) does not, and is thrown.
+      const retryAfterS = Number(response.headers.get("retry-after") ?? Number.NaN);
+      if (
+        response.status === 429 &&
+        Number.isFinite(retryAfterS) &&
+        repeatable &&
+        attempt < this.attempts
+      ) {
+        await sleep(Math.min(retryAfterS, 60) * 1000);
+        continue;
+      }
       // Any JSON answer: the API's error body when it is not ok.
       const json = (await response.json().catch(() => null)) as Partial<ErrorBody> | null;
       if (!response.ok) {
