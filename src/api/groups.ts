@@ -10,6 +10,7 @@ import { environmentVersion } from "../environments/versions";
 import { type KnownPolicy, knownPolicy } from "../policy/known-policy";
 import { beyondMaxLag } from "../policy/lag";
 import { rolloutGroup } from "../rollout/bindings";
+import type { StartResult } from "../rollout/group-api";
 import { newGroupSpec } from "../rollout/group-ids";
 import {
   type AskedGroupRequest,
@@ -17,6 +18,7 @@ import {
   StartGroupRequestSchema,
   withPolicyVersion,
 } from "../rollout/group-spec";
+import { releaseGroup } from "../rollout/registration";
 import type { ToolDefinition } from "../sdk";
 import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
@@ -165,14 +167,19 @@ export async function startGroup(
 ): Promise<{ groupId: string; created: boolean }> {
   const { request, policy } = await checkGroupStart(env, asked);
   const spec = await newGroupSpec(request, key, asked, principal);
-  await admitStart(env, {
-    runId: request.run_id,
-    principal,
-    groupId: spec.groupId,
-    keyed: key !== null,
-  });
-  const started = await rolloutGroup(env, spec.groupId).start(spec, policy);
+  const { reserved } = await admitStart(env, spec, key !== null);
+  const group = rolloutGroup(env, spec.groupId);
+  let started: StartResult;
+  try {
+    started = await group.start(spec, policy);
+  } catch (error) {
+    // A reservation whose object holds no group would count against its caps for ever.
+    if (reserved && (await group.status().catch(() => undefined)) === null)
+      await releaseGroup(env.DB, spec);
+    throw error;
+  }
   if (started.outcome === "conflict") {
+    if (reserved) await releaseGroup(env.DB, spec);
     throw new ApiError(
       409,
       "idempotency_conflict",

@@ -32,12 +32,16 @@ export async function inFlightOf(
     { concurrency: ASK_CONCURRENCY },
   );
   let inFlight = NO_SPEND;
+  let generations = 0;
   const gone: string[] = [];
   let unanswered = running.length - asked.length;
   for (const { id, spend } of answers) {
     if (spend === undefined) unanswered++;
     else if (spend === null) gone.push(id);
-    else inFlight = addSpend(inFlight, spend);
+    else {
+      inFlight = addSpend(inFlight, spend.spend);
+      generations += spend.inFlightGenerations;
+    }
   }
   // Landed since D1 listed them running: their rows are in D1 now.
   const lately = await groupsSpend(env.DB, gone);
@@ -48,6 +52,7 @@ export async function inFlightOf(
     total: addSpend(settled, inFlight),
     groupsInFlight: running.length - gone.length,
     unanswered,
+    generationsInFlight: unanswered === 0 ? generations : null,
   };
 }
 

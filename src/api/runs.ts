@@ -1,17 +1,11 @@
 /** A run's progress at a glance, and its policy: what the trainer says it is training now. */
 import { Hono } from "hono";
 import { anyPriced, configFrom } from "../config";
-import { BudgetRequestSchema, NO_LIMITS, withRequest } from "../costs/budget";
+import { BudgetRequestSchema } from "../costs/budget";
 import { evalResults, runPacing, runProgress } from "../db/queries";
 import { NO_BUDGET, readBudget, writeBudget } from "../db/run-budgets";
-import {
-  markIdle,
-  readRunPolicy,
-  recordSync,
-  runningGroupIds,
-  setRunPolicy,
-} from "../db/run-policies";
-import { askEach, pushToRunningGroups } from "../policy/fan-out";
+import { markIdle, readRunPolicy, recordSync, setRunPolicy } from "../db/run-policies";
+import { pushToRunningGroups } from "../policy/fan-out";
 import { knownPolicy } from "../policy/known-policy";
 import { PolicyRequestSchema } from "../policy/policy-wire";
 import { rolloutGroup } from "../rollout/bindings";
@@ -34,11 +28,10 @@ function runIdOf(id: string): string {
 export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
   .get("/runs/:id", async (c) => {
     const id = c.req.param("id");
-    const [progress, pacing, policy, running, budget] = await Promise.all([
+    const [progress, pacing, policy, budget] = await Promise.all([
       runProgress(c.env.DB, id),
       runPacing(c.env.DB, id),
       readRunPolicy(c.env.DB, id),
-      runningGroupIds(c.env.DB, id),
       readBudget(c.env.DB, id),
     ]);
     // A run is its groups, or a policy or budget its trainer set before any: with none, a typo.
@@ -48,38 +41,35 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
         "not_found",
         `no run "${id}": no group was started with run_id "${id}" and no trainer set its policy or budget`,
       );
-    const [asked, spend] = await Promise.all([
-      askEach(running, (groupId) => rolloutGroup(c.env, groupId).inFlightGenerations()),
-      runSpend(c.env, id),
-    ]);
-    if (policy?.paused === true && asked.inFlight === 0) await markIdle(c.env.DB, id);
-    return c.json(runProgressView(id, progress, pacing, policy, asked.inFlight, spend, budget));
+    // One ask of each running group: what it has spent, and its generations in flight.
+    const spend = await runSpend(c.env, id);
+    const inFlight = spend.generationsInFlight;
+    if (policy?.paused === true && inFlight === 0) await markIdle(c.env.DB, id);
+    return c.json(runProgressView(id, progress, pacing, policy, inFlight, spend, budget));
   })
   .get("/runs/:id/budget", async (c) => {
-    const id = c.req.param("id");
+    const id = runIdOf(c.req.param("id"));
     const [budget, spend] = await Promise.all([readBudget(c.env.DB, id), runSpend(c.env, id)]);
-    return c.json(budgetView(id, budget ?? NO_BUDGET, spend.total));
+    return c.json(budgetView(id, budget ?? NO_BUDGET, spend));
   })
   .post("/runs/:id/budget", validated("json", BudgetRequestSchema), async (c) => {
     const id = runIdOf(c.req.param("id"));
     const body = c.req.valid("json");
-    const current = await readBudget(c.env.DB, id);
-    const limits = withRequest(current?.limits ?? NO_LIMITS, body);
-    if (limits.max_usd !== null && !anyPriced(configFrom(c.env)))
+    if (body.max_usd != null && !anyPriced(configFrom(c.env)))
       throw new ApiError(
         400,
         "invalid_request",
         "max_usd: no call of this deployment is priced (set INFERENCE_HOSTS[].price or INFERENCE_PRICE), so its spend stays $0 and the limit could never be reached",
         [{ path: "max_usd", message: "no prices configured" }],
       );
-    const budget = await writeBudget(c.env.DB, id, limits, c.get("principal"));
+    const budget = await writeBudget(c.env.DB, id, body, c.get("principal"));
     // A producer waiting on the old budget asks again now rather than at its next check.
     // (Its method takes and answers nothing a stub rewrites, so no cast is needed to call it.)
     await c.env.PRODUCER.get(c.env.PRODUCER.idFromName(id))
       .budgetChanged()
       .catch(() => {});
     const spend = await runSpend(c.env, id);
-    return c.json(budgetView(id, budget, spend.total));
+    return c.json(budgetView(id, budget, spend));
   })
   .get("/runs/:id/evals", async (c) => {
     const id = c.req.param("id");

@@ -2,9 +2,10 @@
  * The limits a start must pass once its request is checked, each a 429: the run's budget
  * (`budget_exhausted`: it has spent a limit, src/costs/budget.ts) and the starting token's quota
  * of groups in flight (`quota_exceeded`, with Retry-After). A retried start of a group that
- * already exists passes both: it starts nothing. Both read durable state and are checked
- * without a lock, so starts racing each other can each pass: a run overshoots by at most what
- * was in flight or being started.
+ * already exists passes both: it starts nothing. Counts of groups (the quota, `max_groups`) are
+ * held exactly, by an atomic reservation; limits on tokens and money are read without a lock,
+ * so starts racing each other may each pass one: a run passes those by at most what was in
+ * flight or being started.
  */
 
 import {
@@ -17,8 +18,9 @@ import {
 } from "../costs/budget";
 import type { Spend } from "../costs/spend";
 import { readBudget } from "../db/run-budgets";
-import { groupsInFlightBy, landedSpend } from "../db/run-costs";
-import { knownGroupHash } from "../rollout/registration";
+import { landedSpend } from "../db/run-costs";
+import type { GroupSpec } from "../rollout/group-spec";
+import { knownGroupHash, reserveGroup } from "../rollout/registration";
 import { quotaOf } from "./auth";
 import { ApiError } from "./errors";
 import { inFlightOf } from "./run-spend";
@@ -26,41 +28,50 @@ import { inFlightOf } from "./run-spend";
 /** How long a start over its token's quota is told to wait: about a turn of a short group. */
 export const QUOTA_RETRY_AFTER_S = 5;
 
-export interface StartIdentity {
-  runId: string;
-  /** Who starts it (a token's principal, `local` without tokens); null: no quota applies. */
-  principal: string | null;
-  groupId: string;
-  /** A start under an Idempotency-Key may be the retry of one that created its group. */
-  keyed: boolean;
-}
-
-/** Refuses the start with a 429 when the run's budget or the token's quota is spent. */
-export async function admitStart(env: Env, start: StartIdentity): Promise<void> {
+/**
+ * Admits the start or refuses it with a 429: the run's budget first (what it has spent, landed
+ * and in flight), then its token's quota and the run's `max_groups`, which reserve the group's
+ * D1 row atomically (registration.ts). Answers whether it reserved the row, which the caller
+ * takes back if the group's object then does not create the group.
+ */
+export async function admitStart(
+  env: Env,
+  spec: GroupSpec,
+  keyed: boolean,
+): Promise<{ reserved: boolean }> {
+  const runId = spec.request.run_id;
   const [budget, quota] = await Promise.all([
-    readBudget(env.DB, start.runId),
-    start.principal === null ? null : quotaOf(env as { API_TOKENS?: string }, start.principal),
+    readBudget(env.DB, runId),
+    spec.startedBy === null ? null : quotaOf(env as { API_TOKENS?: string }, spec.startedBy),
   ]);
-  const limited = budget !== null && hasLimits(budget.limits);
-  if (!limited && quota === null) return;
-  if (start.keyed && (await knownGroupHash(env.DB, start.groupId)) !== null) return;
-  if (quota !== null && start.principal !== null) {
-    const inFlight = await groupsInFlightBy(env.DB, start.principal);
-    if (inFlight >= quota)
-      throw new ApiError(
-        429,
-        "quota_exceeded",
-        `this token may have ${quota} groups in flight (max_inflight_groups) and has ${inFlight}: start again once some land`,
-        { max_inflight_groups: quota, in_flight: inFlight },
-        { "retry-after": String(QUOTA_RETRY_AFTER_S) },
-      );
+  const limits = budget !== null && hasLimits(budget.limits) ? budget.limits : null;
+  if (limits === null && quota === null) return { reserved: false };
+  // The retry of a start that created its group starts nothing: it passes.
+  if (keyed && (await knownGroupHash(env.DB, spec.groupId)) !== null) return { reserved: false };
+  if (limits !== null) {
+    const { reached } = await spentAgainst(env, runId, limits);
+    if (reached.length > 0)
+      throw new ApiError(429, "budget_exhausted", describeReached(runId, reached), { reached });
   }
-  if (budget === null || !limited) return;
-  const { reached } = await spentAgainst(env, start.runId, budget.limits);
-  if (reached.length > 0)
-    throw new ApiError(429, "budget_exhausted", describeReached(start.runId, reached), {
-      reached,
-    });
+  const maxGroups = limits?.max_groups ?? null;
+  if (quota === null && maxGroups === null) return { reserved: false };
+  const reservation = await reserveGroup(env.DB, spec, { quota, maxGroups });
+  if (reservation === "over_quota")
+    throw new ApiError(
+      429,
+      "quota_exceeded",
+      `this token may have ${quota} groups in flight (max_inflight_groups) and has them all running: start again once some land`,
+      { max_inflight_groups: quota },
+      { "retry-after": String(QUOTA_RETRY_AFTER_S) },
+    );
+  if (reservation === "over_max_groups")
+    throw new ApiError(
+      429,
+      "budget_exhausted",
+      describeReached(runId, [{ limit: "max_groups", max: maxGroups ?? 0, spent: maxGroups ?? 0 }]),
+      { reached: [{ limit: "max_groups", max: maxGroups, spent: maxGroups }] },
+    );
+  return { reserved: true };
 }
 
 /**

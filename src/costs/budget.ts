@@ -44,16 +44,6 @@ export const NO_LIMITS: BudgetLimits = {
   max_groups: null,
 };
 
-/** The limits after a request: named ones replaced (null removes), others kept. */
-export function withRequest(current: BudgetLimits, request: BudgetRequest): BudgetLimits {
-  const next = { ...current };
-  for (const limit of Object.keys(BUDGET_LIMITS) as BudgetLimit[]) {
-    const value = request[limit];
-    if (value !== undefined) next[limit] = value;
-  }
-  return next;
-}
-
 /** A limit the run has reached: how much it allows and how much was spent. */
 export interface ReachedLimit {
   limit: BudgetLimit;

@@ -1,7 +1,7 @@
 /**
  * What a host charges, in USD per million tokens: prompt tokens it computed, prompt tokens it
  * served from its prefix cache (`cached`, default the prompt price), and completion tokens. A
- * call is priced when it is recorded, by the price its host had then.
+ * call is priced when its group lands, by the price its host has then.
  */
 import { z } from "zod";
 
@@ -22,11 +22,12 @@ export interface CallTokens {
 }
 
 /**
- * A call's cost in USD, or null when its host has no price. Cached tokens are part of the prompt
- * tokens (OpenAI's `prompt_tokens_details.cached_tokens`), priced at `cached` instead.
+ * A call's cost in USD, or null when it cannot be priced: its host has no price, or it reported
+ * no token counts (a call that timed out). Cached tokens are part of the prompt tokens (OpenAI's
+ * `prompt_tokens_details.cached_tokens`), priced at `cached` instead.
  */
 export function usdOf(call: CallTokens, price: Price | null): number | null {
-  if (price === null) return null;
+  if (price === null || (call.promptTokens === null && call.completionTokens === null)) return null;
   const prompt = call.promptTokens ?? 0;
   const cached = Math.min(call.cachedTokens ?? 0, prompt);
   const usd =

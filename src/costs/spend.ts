@@ -62,4 +62,6 @@ export interface RunSpend {
    * past the groups one request may ask.
    */
   unanswered: number;
+  /** Generations in flight in the run's groups; null unless every one of them answered. */
+  generationsInFlight: number | null;
 }

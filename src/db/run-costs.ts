@@ -6,19 +6,24 @@
  */
 import { NO_SPEND, type Spend } from "../costs/spend";
 
-/** Sums over a set of episodes, as `run_costs` computes them. */
+/**
+ * Sums over a set of episodes `e`, as `run_costs` computes them. Only a landed group's count: a
+ * group too large for one D1 batch lands in several, its row last, and until then its object
+ * still answers for it.
+ */
 const EPISODE_SUMS = `COUNT(*) AS episodes,
-  COALESCE(SUM(COALESCE(prompt_tokens, 0)), 0) AS prompt_tokens,
-  COALESCE(SUM(cached_tokens), 0) AS cached_tokens,
-  COALESCE(SUM(COALESCE(completion_tokens, 0)), 0) AS sampled_tokens,
-  COALESCE(SUM(teacher_tokens), 0) AS teacher_tokens,
-  COALESCE(SUM(judge_tokens), 0) AS judge_tokens,
-  COALESCE(SUM(env_ms), 0) AS env_ms,
-  COALESCE(SUM(generations), 0) AS generations,
-  COALESCE(SUM(retries), 0) AS retries,
-  COALESCE(SUM(discarded_tokens), 0) AS discarded_tokens,
-  COALESCE(SUM(usd), 0) AS usd,
-  COALESCE(SUM(unpriced_calls), 0) AS unpriced_calls`;
+  COALESCE(SUM(COALESCE(e.prompt_tokens, 0)), 0) AS prompt_tokens,
+  COALESCE(SUM(e.cached_tokens), 0) AS cached_tokens,
+  COALESCE(SUM(COALESCE(e.completion_tokens, 0)), 0) AS sampled_tokens,
+  COALESCE(SUM(e.teacher_tokens), 0) AS teacher_tokens,
+  COALESCE(SUM(e.judge_tokens), 0) AS judge_tokens,
+  COALESCE(SUM(e.env_ms), 0) AS env_ms,
+  COALESCE(SUM(e.generations), 0) AS generations,
+  COALESCE(SUM(e.retries), 0) AS retries,
+  COALESCE(SUM(e.discarded_tokens), 0) AS discarded_tokens,
+  COALESCE(SUM(e.usd), 0) AS usd,
+  COALESCE(SUM(e.unpriced_calls), 0) AS unpriced_calls`;
+const LANDED_EPISODES = "episodes e JOIN groups g ON g.id = e.group_id AND g.status != 'running'";
 
 interface EpisodeSums {
   episodes: number;
@@ -62,17 +67,24 @@ export interface LandedSpend {
 
 /** The run's landed spend and its running groups, as of one consistent read. */
 export async function landedSpend(db: D1Database, runId: string): Promise<LandedSpend> {
-  const [sums, groups] = await db.batch([
-    db.prepare(`SELECT ${EPISODE_SUMS} FROM episodes WHERE run_id = ?`).bind(runId),
+  const [sums, groups, running] = await db.batch([
+    db.prepare(`SELECT ${EPISODE_SUMS} FROM ${LANDED_EPISODES} WHERE e.run_id = ?`).bind(runId),
     db
-      .prepare(`SELECT id, status = 'running' AS running, score_ms FROM groups WHERE run_id = ?`)
+      .prepare(
+        `SELECT COUNT(*) AS n, COALESCE(SUM(IIF(status = 'running', 0, score_ms)), 0) AS score_ms
+         FROM groups WHERE run_id = ?`,
+      )
       .bind(runId),
+    db.prepare("SELECT id FROM groups WHERE run_id = ? AND status = 'running'").bind(runId),
   ]);
-  const rows = (groups?.results ?? []) as { id: string; running: number; score_ms: number }[];
-  const landedScoreMs = rows.reduce((ms, g) => ms + (g.running ? 0 : g.score_ms), 0);
+  const counted = (groups?.results as { n: number; score_ms: number }[] | undefined)?.[0];
   return {
-    landed: spendOf((sums?.results as EpisodeSums[] | undefined)?.[0], rows.length, landedScoreMs),
-    running: rows.filter((g) => g.running).map((g) => g.id),
+    landed: spendOf(
+      (sums?.results as EpisodeSums[] | undefined)?.[0],
+      counted?.n ?? 0,
+      counted?.score_ms ?? 0,
+    ),
+    running: ((running?.results ?? []) as { id: string }[]).map((g) => g.id),
   };
 }
 
@@ -86,24 +98,15 @@ export async function groupsSpend(db: D1Database, groupIds: readonly string[]): 
   const [sums, groups] = await db.batch([
     db
       .prepare(
-        `SELECT ${EPISODE_SUMS} FROM episodes WHERE group_id IN (SELECT value FROM json_each(?))`,
+        `SELECT ${EPISODE_SUMS} FROM ${LANDED_EPISODES} WHERE e.group_id IN (SELECT value FROM json_each(?))`,
       )
       .bind(ids),
     db
       .prepare(
-        "SELECT COALESCE(SUM(score_ms), 0) AS ms FROM groups WHERE id IN (SELECT value FROM json_each(?))",
+        "SELECT COALESCE(SUM(score_ms), 0) AS ms FROM groups WHERE status != 'running' AND id IN (SELECT value FROM json_each(?))",
       )
       .bind(ids),
   ]);
   const scoreMs = ((groups?.results ?? []) as { ms: number }[])[0]?.ms ?? 0;
   return spendOf((sums?.results as EpisodeSums[] | undefined)?.[0], 0, scoreMs);
-}
-
-/** In-flight groups started by one principal (its token's quota). */
-export async function groupsInFlightBy(db: D1Database, principal: string): Promise<number> {
-  const row = await db
-    .prepare("SELECT COUNT(*) AS n FROM groups WHERE started_by = ? AND status = 'running'")
-    .bind(principal)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
 }

@@ -35,6 +35,11 @@ const START_CONCURRENCY = 4;
  * the run's spend): raising the budget wakes the producer at once instead.
  */
 const BUDGET_RECHECK_MS = 10_000;
+/**
+ * How long a read of the run's spend serves the producer's ticks: each read sums the run's landed
+ * episodes (and asks its groups in flight), so a tick every 500 ms does not pay for one each.
+ */
+const BUDGET_READ_MS = 2_000;
 
 /** One tick's producer: its request, and which producer it is (`created_at`). */
 interface Tick {
@@ -75,6 +80,8 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
    * once more, sooner.
    */
   private waitUntil = 0;
+  /** The budget's room as last read, until when it serves, and the groups started since. */
+  private budgetRead: { room: number; until: number; startedSince: number } | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -92,6 +99,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
         : "conflict";
     this.orders.clear();
     this.waitUntil = 0;
+    this.budgetRead = null;
     this.store.begin(
       {
         runId: start.runId,
@@ -117,6 +125,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
   async budgetChanged(): Promise<void> {
     if (this.store.producer()?.state !== "running") return;
     this.waitUntil = 0;
+    this.budgetRead = null;
     await this.ctx.storage.setAlarm(Date.now());
   }
 
@@ -229,14 +238,25 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
    * be refused, and, for `max_groups`, from starting several past it at once.
    */
   private async budgetRoom(runId: string): Promise<number> {
+    const read = this.budgetRead;
+    if (read !== null && Date.now() < read.until) return read.room - read.startedSince;
+    const room = await this.readBudgetRoom(runId);
+    this.budgetRead = { room, until: Date.now() + BUDGET_READ_MS, startedSince: 0 };
+    return room;
+  }
+
+  private async readBudgetRoom(runId: string): Promise<number> {
     const budget = await readBudget(this.env.DB, runId);
     if (budget === null || !hasLimits(budget.limits)) return Number.POSITIVE_INFINITY;
     const { reached, spent } = await spentAgainst(this.env, runId, budget.limits);
     if (reached.length > 0) {
       this.store.setWaiting(`budget_exhausted: ${describeReached(runId, reached)}`);
+      // Read again in BUDGET_RECHECK_MS, or at once when the budget is raised (budgetChanged).
+      this.waitUntil = Date.now() + BUDGET_RECHECK_MS;
       return 0;
     }
-    if (this.store.producer()?.waiting != null) this.store.setWaiting(null);
+    if (this.store.producer()?.waiting?.startsWith("budget_exhausted") === true)
+      this.store.setWaiting(null);
     const maxGroups = budget.limits.max_groups;
     return maxGroups === null ? Number.POSITIVE_INFINITY : maxGroups - spent.groups;
   }
@@ -366,6 +386,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
       const started = await startGroup(this.env, asked.data, key, producer.startedBy);
       if (!this.current(tick)) return;
       this.store.mark(start.key, "running", { groupId: started.groupId });
+      if (this.budgetRead !== null) this.budgetRead.startedSince++;
       if (this.store.producer()?.waiting != null) this.store.setWaiting(null);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
@@ -376,6 +397,7 @@ export class RunProducer extends DurableObject<Env> implements ProducerApi {
         const retryS = Number(error.headers?.["retry-after"] ?? Number.NaN);
         this.waitUntil = Date.now() + (Number.isFinite(retryS) ? retryS * 1000 : BUDGET_RECHECK_MS);
         this.store.setWaiting(`${error.code}: ${error.message}`);
+        this.budgetRead = null;
         return;
       }
       // A 503 (an environment or tokenizer check that could not answer) is retried next tick.

@@ -2,7 +2,8 @@
  * What one episode cost, as it lands (the run's bill, `run_costs`): its generations from its
  * transcript, each priced by the host that answered; its judge calls at the judge's price; the
  * teacher's prefills at the teacher's; and its time in environment code. The group object's
- * in-flight count (storage/spend.ts) reads the same transcript the same way.
+ * in-flight count (in-flight-spend.ts) reads the same transcript the same way. A call with no
+ * price, or no token counts (a judge call that timed out), adds $0 and counts as unpriced.
  */
 import type { PriceBook } from "../config";
 import { type Price, usdOf } from "../costs/price";

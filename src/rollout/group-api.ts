@@ -17,10 +17,10 @@ export interface RolloutGroupApi {
   /** Its generations in flight: sent, not yet answered, not aborted by an interrupt. */
   inFlightGenerations(): Promise<number>;
   /**
-   * What it has spent so far (in-flight-spend.ts); null once it holds no group (it landed, or
-   * never started): its rows in D1 count instead.
+   * What it has spent so far (in-flight-spend.ts), and its generations in flight; null once it
+   * holds no group (it landed, or never started): its rows in D1 count instead.
    */
-  spend(): Promise<Spend | null>;
+  spend(): Promise<{ spend: Spend; inFlightGenerations: number } | null>;
   /**
    * The fleet changed under the group's episodes (a host ejected, paused, or serving another
    * version): each checks its host with the fleet scheduler before its next generation.

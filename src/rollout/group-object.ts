@@ -31,7 +31,7 @@ import { inFlightSpend } from "./in-flight-spend";
 import { liveStatus } from "./live-status";
 import { END, failed, TERMINAL_STATES } from "./outcomes";
 import { PolicyWatch } from "./policy-watch";
-import { knownGroupHash, registerGroup } from "./registration";
+import { landedGroupHash, registerGroup } from "./registration";
 import { GroupStorage } from "./storage/group-storage";
 import type { GroupTimer } from "./storage/timers";
 import { driveEpisode } from "./turn";
@@ -66,7 +66,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       }
       // A group that already landed has left only its D1 rows behind.
       if (spec.idempotencyKey !== null) {
-        const known = await knownGroupHash(this.env.DB, spec.groupId);
+        const known = await landedGroupHash(this.env.DB, spec.groupId);
         if (known !== null)
           return known === spec.requestHash ? { outcome: "existing" } : { outcome: "conflict" };
       }
@@ -112,8 +112,12 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
     return this.policy.flights.count();
   }
 
-  async spend(): Promise<Spend | null> {
-    return this.store.exists() ? inFlightSpend(this.store, priceBook(this.config)) : null;
+  async spend(): Promise<{ spend: Spend; inFlightGenerations: number } | null> {
+    if (!this.store.exists()) return null;
+    return {
+      spend: inFlightSpend(this.store, priceBook(this.config)),
+      inFlightGenerations: this.policy.flights.count(),
+    };
   }
 
   async hostsChanged(): Promise<void> {

@@ -20,7 +20,10 @@ export function inFlightSpend(store: GroupStorage, prices: PriceBook): Spend {
     spend.retries += host.retries;
     const price = prices.host(host.host);
     if (price === null) spend.unpricedCalls += host.generations;
-    else spend.usd += usdOf(host, price) ?? 0;
+    else {
+      spend.usd += usdOf(host, price) ?? 0;
+      spend.unpricedCalls += host.unmetered;
+    }
   }
   let envMs = store.group.get().scoreMs;
   for (const e of store.episodes.all()) {

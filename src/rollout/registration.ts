@@ -2,7 +2,7 @@
  * A group's first D1 writes, at start: its row, so SQL sees it `running` at once, and the
  * lookup that lets a retried start recognise a group that already landed and left.
  */
-import { eq } from "drizzle-orm";
+import { and, eq, ne } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { groups } from "../db/schema";
 import type { GroupStatus } from "../domain/group-status";
@@ -44,7 +44,20 @@ export async function registerGroup(db: D1Database, spec: GroupSpec): Promise<vo
   await drizzle(db).insert(groups).values(groupRow(spec, "running")).onConflictDoNothing();
 }
 
-/** The request hash of a group D1 already knows, or null. */
+/**
+ * The request hash of a group that landed and left, or null: a row still `running` may be only
+ * a start's reservation (reserveGroup), whose group its object has yet to create.
+ */
+export async function landedGroupHash(db: D1Database, groupId: string): Promise<string | null> {
+  const row = await drizzle(db)
+    .select({ requestHash: groups.requestHash })
+    .from(groups)
+    .where(and(eq(groups.id, groupId), ne(groups.status, "running")))
+    .get();
+  return row?.requestHash ?? null;
+}
+
+/** The request hash of a group D1 already knows (running or landed), or null. */
 export async function knownGroupHash(db: D1Database, groupId: string): Promise<string | null> {
   const row = await drizzle(db)
     .select({ requestHash: groups.requestHash })
@@ -52,4 +65,71 @@ export async function knownGroupHash(db: D1Database, groupId: string): Promise<s
     .where(eq(groups.id, groupId))
     .get();
   return row?.requestHash ?? null;
+}
+
+/** What a start may have in flight: its token's quota, its run's `max_groups`. */
+export interface StartCaps {
+  quota: number | null;
+  maxGroups: number | null;
+}
+
+export type Reservation = "reserved" | "over_quota" | "over_max_groups";
+
+/**
+ * Registers the group before its object starts, if its caps allow: the row is inserted and, in
+ * the same transaction, deleted again when the token now has more than its quota of groups
+ * running, or the run more than `max_groups`. D1 runs transactions one at a time, so of starts
+ * racing for the last place exactly one keeps it, where a count read first and acted on after
+ * would let them all through.
+ */
+export async function reserveGroup(
+  db: D1Database,
+  spec: GroupSpec,
+  caps: StartCaps,
+): Promise<Reservation> {
+  const id = spec.groupId;
+  const insert = drizzle(db)
+    .insert(groups)
+    .values(groupRow(spec, "running"))
+    .onConflictDoNothing()
+    .toSQL();
+  const overQuota =
+    caps.quota === null || spec.startedBy === null
+      ? null
+      : db
+          .prepare(
+            `DELETE FROM groups WHERE id = ? AND (SELECT COUNT(*) FROM groups
+               WHERE started_by = ? AND status = 'running') > ?`,
+          )
+          .bind(id, spec.startedBy, caps.quota);
+  const overGroups =
+    caps.maxGroups === null
+      ? null
+      : db
+          .prepare(
+            "DELETE FROM groups WHERE id = ? AND (SELECT COUNT(*) FROM groups WHERE run_id = ?) > ?",
+          )
+          .bind(id, spec.request.run_id, caps.maxGroups);
+  const [, ...cuts] = await db.batch([
+    db.prepare(insert.sql).bind(...insert.params),
+    ...(overQuota === null ? [] : [overQuota]),
+    ...(overGroups === null ? [] : [overGroups]),
+  ]);
+  const cut = (i: number) => (cuts[i]?.meta.changes ?? 0) > 0;
+  if (overQuota !== null && cut(0)) return "over_quota";
+  if (overGroups !== null && cut(overQuota === null ? 0 : 1)) return "over_max_groups";
+  return "reserved";
+}
+
+/** Takes back a reservation whose start did not create the group (this start's row only). */
+export async function releaseGroup(db: D1Database, spec: GroupSpec): Promise<void> {
+  await drizzle(db)
+    .delete(groups)
+    .where(
+      and(
+        eq(groups.id, spec.groupId),
+        eq(groups.requestHash, spec.requestHash),
+        eq(groups.status, "running"),
+      ),
+    );
 }

@@ -42,8 +42,11 @@ export function costsView(costs: RunSpend) {
 export type CostsView = ReturnType<typeof costsView>;
 
 /** A run's budget against what it spent: the limits reached, and by how much it passed them. */
-export function budgetView(runId: string, budget: RunBudget, total: Spend) {
-  const reached = reachedLimits(budget.limits, total);
+export function budgetView(runId: string, budget: RunBudget, spend: RunSpend) {
+  const { total } = spend;
+  const reached = reachedLimits(budget.limits, total).map((r) =>
+    r.limit === "max_usd" ? { ...r, spent: dollars(r.spent) } : r,
+  );
   const overshoot: Partial<Record<BudgetLimit, number>> = {};
   for (const r of reached)
     if (r.spent > r.max)
@@ -66,6 +69,11 @@ export function budgetView(runId: string, budget: RunBudget, total: Spend) {
      * finish, so this is at most what they spent.
      */
     overshoot,
+    /**
+     * Running groups whose spend is not in `spent` (their object did not answer this read): the
+     * figures are then low by what they spent.
+     */
+    groups_unanswered: spend.unanswered,
     updated_at: budget.updatedAt,
     updated_by: budget.updatedBy,
   };

@@ -104,7 +104,7 @@ export function runProgressView(
     /** What the run has spent: its bill so far (docs/costs.md). */
     costs: costsView(spend),
     /** Its budget against that spend; null when its trainer set none. */
-    budget: budget === null ? null : budgetView(runId, budget, spend.total),
+    budget: budget === null ? null : budgetView(runId, budget, spend),
   };
 }
 

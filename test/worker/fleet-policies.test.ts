@@ -147,7 +147,14 @@ describe("the configured fleet", () => {
 
   it("takes one URL as today, several separated by commas, or INFERENCE_HOSTS", () => {
     expect(fleetHosts({ ...base, INFERENCE_BASE_URL: "http://a:8000/v1/" })).toEqual([
-      { url: "http://a:8000/v1", name: "a:8000", weight: 1, maxInflight: 256, adaptive: false },
+      {
+        url: "http://a:8000/v1",
+        name: "a:8000",
+        weight: 1,
+        maxInflight: 256,
+        adaptive: false,
+        price: null,
+      },
     ]);
     expect(
       fleetHosts({ ...base, INFERENCE_BASE_URL: "http://a:8000/v1, http://b:8000/v1" }).map(
@@ -155,10 +162,24 @@ describe("the configured fleet", () => {
       ),
     ).toEqual(["http://a:8000/v1", "http://b:8000/v1"]);
     const hostsJson = JSON.stringify([
-      { url: "http://a:8000/v1", name: "gpu-a", weight: 2, max_inflight: 0, adaptive: true },
+      {
+        url: "http://a:8000/v1",
+        name: "gpu-a",
+        weight: 2,
+        max_inflight: 0,
+        adaptive: true,
+        price: { prompt: 0.1, cached: 0.025, completion: 0.4 },
+      },
+      { url: "http://b:8000/v1" },
     ]);
     expect(
-      fleetHosts({ ...base, INFERENCE_BASE_URL: "unused", INFERENCE_HOSTS: hostsJson }),
+      fleetHosts({
+        ...base,
+        INFERENCE_BASE_URL: "unused",
+        INFERENCE_HOSTS: hostsJson,
+        // The price of every host without its own.
+        INFERENCE_PRICE: '{"prompt": 0.2, "completion": 0.8}',
+      }),
     ).toEqual([
       {
         url: "http://a:8000/v1",
@@ -166,8 +187,26 @@ describe("the configured fleet", () => {
         weight: 2,
         maxInflight: Number.POSITIVE_INFINITY,
         adaptive: true,
+        price: { prompt: 0.1, cached: 0.025, completion: 0.4 },
       },
+      expect.objectContaining({ url: "http://b:8000/v1", price: { prompt: 0.2, completion: 0.8 } }),
     ]);
+  });
+
+  it("refuses a price that does not read, naming the var and field", () => {
+    expect(() =>
+      fleetHosts({
+        ...base,
+        INFERENCE_BASE_URL: "http://a:8000/v1",
+        INFERENCE_PRICE: '{"prompt": -1, "completion": 1}',
+      }),
+    ).toThrow(/INFERENCE_PRICE: prompt: /);
+    expect(() =>
+      fleetHosts({ ...base, INFERENCE_BASE_URL: "http://a:8000/v1", INFERENCE_PRICE: "0.2" }),
+    ).toThrow(/INFERENCE_PRICE: /);
+    expect(() =>
+      fleetHosts({ ...base, INFERENCE_BASE_URL: "http://a:8000/v1", INFERENCE_PRICE: "{" }),
+    ).toThrow(/INFERENCE_PRICE is not JSON/);
   });
 
   it("refuses a fleet that does not read, naming the host and field", () => {

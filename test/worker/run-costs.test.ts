@@ -71,7 +71,8 @@ async function rawSums(run: string) {
     run,
   );
   const [j] = await d1<Record<string, number>>(
-    `SELECT COUNT(*) AS calls, SUM(j.prompt_tokens + j.completion_tokens) AS judge_tokens,
+    `SELECT COUNT(*) AS calls, SUM(j.prompt_tokens IS NULL) AS unmetered,
+       SUM(j.prompt_tokens + j.completion_tokens) AS judge_tokens,
        SUM(j.usd) AS usd,
        SUM(j.prompt_tokens * ${JUDGE_PRICE.prompt} + j.completion_tokens * ${JUDGE_PRICE.completion}) / 1e6 AS priced
      FROM judgements j JOIN episodes e ON e.id = j.episode_id WHERE e.run_id = ?`,
@@ -125,10 +126,12 @@ describe("a run's bill", () => {
       retries: raw.messages.retries,
       judge_tokens: raw.judgements.judge_tokens,
       teacher_tokens: 0,
-      unpriced_calls: 0,
+      // The judge's 500 reported no tokens: a call the bill cannot price, and says so.
+      unpriced_calls: 1,
     });
     // The judge was called and billed; the hung first attempts were retried and billed as such.
     expect(raw.judgements.calls).toBe(3);
+    expect(raw.judgements.unmetered).toBe(1);
     expect(row?.judge_tokens).toBeGreaterThan(0);
     expect(row?.retries).toBeGreaterThan(0);
     expect(row?.env_seconds).toBeGreaterThan(0);
@@ -284,6 +287,21 @@ describe("a run's budget", () => {
     expect(view).toMatchObject({ groups_landed: 4, waiting: null, cancelled: 0 });
   });
 
+  it("holds max_groups exactly against starts racing for the last places", async () => {
+    const run = runOf("budget-race");
+    await setBudget(run, { max_groups: 2 });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => guessGroup(run, `${run}-${i}`)),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses).toEqual([202, 202, 429, 429, 429, 429]);
+    for (const refused of answers.filter((a) => a.status === 429))
+      expect((await errorOf(refused)).code).toBe("budget_exhausted");
+    const ids = await Promise.all(answers.filter((a) => a.status === 202).map(started));
+    await Promise.all(ids.map((id) => waitForGroup(id)));
+    expect(await count("SELECT COUNT(*) AS n FROM groups WHERE run_id = ?", run)).toBe(2);
+  });
+
   it("refuses a budget it cannot read, and stores nothing", async () => {
     const run = runOf("budget-bad");
     for (const [body, problem] of [
@@ -304,6 +322,16 @@ describe("a run's budget", () => {
 });
 
 describe("a token's quota", () => {
+  it("admits one of several starts racing for a token's last place", async () => {
+    const run = runOf("quota-race");
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => guessGroup(run, `${run}-${i}`, 0, TOKENS.quota)),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([202, 429, 429, 429]);
+    const admitted = answers.find((a) => a.status === 202);
+    if (admitted !== undefined) await waitForGroup(await started(admitted));
+  });
+
   it("refuses a start past max_inflight_groups with 429 and Retry-After, and admits it once a group lands", async () => {
     const run = runOf("quota");
     const first = await started(await guessGroup(run, `${run}-a`, 100, TOKENS.quota));
@@ -312,7 +340,9 @@ describe("a token's quota", () => {
     expect(refused.headers.get("retry-after")).toBe("5");
     const error = await errorOf(refused);
     expect(error.code).toBe("quota_exceeded");
-    expect(error.message).toMatch(/may have 1 groups in flight \(max_inflight_groups\) and has 1/);
+    expect(error.message).toMatch(
+      /may have 1 groups in flight \(max_inflight_groups\) and has them all running/,
+    );
     // Another token's starts are not this one's quota.
     await started(await guessGroup(run, `${run}-c`));
     await waitForGroup(first);

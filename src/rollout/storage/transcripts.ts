@@ -44,6 +44,8 @@ export interface HostUsage {
   cachedTokens: number;
   completionTokens: number;
   retries: number;
+  /** Messages the host reported no token counts for: not priced. */
+  unmetered: number;
 }
 
 const messageOf = (r: Row) => ChatMessageSchema.parse(jsonOf(r.message));
@@ -165,7 +167,8 @@ export class TranscriptsTable {
       .exec(
         `SELECT host, COUNT(*) AS generations, SUM(COALESCE(prompt_tokens, 0)) AS prompt,
            SUM(COALESCE(cached_tokens, 0)) AS cached, SUM(COALESCE(completion_tokens, 0)) AS completion,
-           SUM(MAX(COALESCE(attempts, 1) - 1, 0)) AS retries
+           SUM(MAX(COALESCE(attempts, 1) - 1, 0)) AS retries,
+           SUM(prompt_tokens IS NULL AND completion_tokens IS NULL) AS unmetered
          FROM messages WHERE sampled = 1 GROUP BY host`,
       )
       .toArray()
@@ -176,6 +179,7 @@ export class TranscriptsTable {
         cachedTokens: Number(r.cached),
         completionTokens: Number(r.completion),
         retries: Number(r.retries),
+        unmetered: Number(r.unmetered),
       }));
   }
 
