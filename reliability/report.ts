@@ -68,6 +68,60 @@ function producerCrashSection(run: ProducerCrashResult | null): string {
   ].join("\n");
 }
 
+/** What `npm run test:budget-crash` wrote (reliability/budget-crash.ts). */
+interface BudgetCrashResult {
+  date: string;
+  short: boolean;
+  examples: number;
+  budget: number;
+  kills: {
+    atSeconds: number;
+    groupsInFlight: number;
+    sampledInFlight: number;
+    sampled: number;
+    differing: string[];
+  }[];
+  stoppedAt: {
+    groups: number;
+    sampled: number;
+    overshoot: number;
+    inFlightBound: number;
+    waiting: string | null;
+    refused: string;
+    unchangedAcrossKill: boolean;
+  };
+  final: { groups: number; sampled: number; usd: number; exact: boolean };
+  seconds: number;
+  ok: boolean;
+  problems: string[];
+}
+
+function budgetCrashSection(run: (BudgetCrashResult & { commit?: string }) | null): string {
+  if (run === null) return "Not run yet: `npm run test:budget-crash`.";
+  const kills = run.kills
+    .map(
+      (k) =>
+        `${k.atSeconds.toFixed(1)} s: ${k.sampled} (${k.sampledInFlight} in ${k.groupsInFlight} groups), ${k.differing.length === 0 ? "same after" : `differs in ${k.differing.join(", ")}`}`,
+    )
+    .join("; ");
+  const stop = run.stoppedAt;
+  return [
+    `Produced by \`npm run test:budget-crash${run.short ? " -- --short" : ""}\` ${ranOn(run.date, [run.commit])}: a run produces itself from ${run.examples} examples through \`wrangler dev\``,
+    `under a budget of ${run.budget} sampled tokens. Mid-run it is paused (interrupting its generations), its spend read from \`GET /v1/runs/:id\`, the workerd process tree SIGKILLed and`,
+    "restarted on the same state, and its spend read again; then it runs until the budget stops it, is SIGKILLed once more, and finishes once the limit is lifted.",
+    "",
+    "| figure | value |",
+    "|---|---|",
+    `| kills mid-run (seconds in: sampled tokens spent, of which in flight; after the restart) | ${kills} |`,
+    `| stopped by its budget: groups, sampled tokens, overshoot (bound: its last groups in flight spent) | ${stop.groups}, ${stop.sampled}, ${stop.overshoot} (${stop.inFlightBound}) |`,
+    `| a start past the budget | ${stop.refused || "not refused"} |`,
+    `| the same spend across a SIGKILL while stopped | ${stop.unchangedAcrossKill ? "yes" : "no"} |`,
+    `| lifted: groups, sampled tokens, USD; the spend equal to the sums over its messages | ${run.final.groups}, ${run.final.sampled}, $${run.final.usd.toFixed(6)}; ${run.final.exact ? "yes" : "no"} |`,
+    `| wall time | ${run.seconds.toFixed(0)} s |`,
+    `| the spend unchanged by every kill, starts refused past the budget, the overshoot within the groups in flight, every example done once lifted | ${verdictLine(run.ok, run.problems)} |`,
+  ].join("\n");
+}
+
 function fleetSection(fleet: (FleetRunResult & { commit?: string }) | null): string {
   if (fleet === null) return "Not run yet: `npm run test:fleet`.";
   const hosts = fleet.requestsByHost.map((n, i) => `host ${i}: ${n}`).join(", ");
@@ -259,6 +313,10 @@ export function renderReport(): void {
     "## A run's producer during crashes",
     "",
     producerCrashSection(read<ProducerCrashResult>("producer-crash")),
+    "",
+    "## A run's bill and budget during crashes",
+    "",
+    budgetCrashSection(read<BudgetCrashResult>("budget-crash")),
     "",
     "## Load",
     "",
