@@ -56,7 +56,7 @@ export async function admitStart(
   const maxGroups = limits?.max_groups ?? null;
   if (quota === null && maxGroups === null) return { reserved: false };
   const reservation = await reserveGroup(env.DB, spec, { quota, maxGroups });
-  if (reservation === "over_quota")
+  if (reservation.kind === "over_quota")
     throw new ApiError(
       429,
       "quota_exceeded",
@@ -64,7 +64,7 @@ export async function admitStart(
       { max_inflight_groups: quota },
       { "retry-after": String(QUOTA_RETRY_AFTER_S) },
     );
-  if (reservation === "over_max_groups")
+  if (reservation.kind === "over_max_groups")
     throw new ApiError(
       429,
       "budget_exhausted",

@@ -73,7 +73,11 @@ export interface StartCaps {
   maxGroups: number | null;
 }
 
-export type Reservation = "reserved" | "over_quota" | "over_max_groups";
+/** Whether the start holds its place, or which cap it is over. */
+export type Reservation =
+  | { kind: "reserved" }
+  | { kind: "over_quota" }
+  | { kind: "over_max_groups" };
 
 /**
  * Registers the group before its object starts, if its caps allow: the row is inserted and, in
@@ -116,9 +120,9 @@ export async function reserveGroup(
     ...(overGroups === null ? [] : [overGroups]),
   ]);
   const cut = (i: number) => (cuts[i]?.meta.changes ?? 0) > 0;
-  if (overQuota !== null && cut(0)) return "over_quota";
-  if (overGroups !== null && cut(overQuota === null ? 0 : 1)) return "over_max_groups";
-  return "reserved";
+  if (overQuota !== null && cut(0)) return { kind: "over_quota" };
+  if (overGroups !== null && cut(overQuota === null ? 0 : 1)) return { kind: "over_max_groups" };
+  return { kind: "reserved" };
 }
 
 /** Takes back a reservation whose start did not create the group (this start's row only). */

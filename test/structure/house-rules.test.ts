@@ -34,6 +34,8 @@ const OTHER_MEANINGS: Record<string, Record<string, string>> = {
     "test/worker/producer.test.ts": "a run producer's state: every epoch covered",
     "reliability/producer-crash.ts": "a run producer's state: every epoch covered",
     "bench/signal-share.ts": "a run producer's state: every epoch covered",
+    "test/worker/run-costs.test.ts": "a run producer's state: every epoch covered",
+    "reliability/budget-crash.ts": "a run producer's state: every epoch covered",
   },
   env_error: {
     "src/cli/env-serve.ts": "the remote protocol's error code for an environment that threw",
