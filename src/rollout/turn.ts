@@ -29,14 +29,13 @@ async function open(rt: GroupRuntime, idx: number): Promise<readonly ChatMessage
   const tools = answer.kind === "ended" ? null : answer.value.tools;
   const toolSet = tools === null ? null : await toolSetOf(tools);
   await rt.writeTurn();
-  // Recorded in the shared write turn with the answer, not in a commit of its own.
-  rt.store.episodes.inEnvironment(idx, envMs);
+  // The time is recorded with the answer, in the same write.
   if (answer.kind === "ended") {
-    rt.store.finish(idx, answer.end);
+    rt.store.finish(idx, answer.end, envMs);
     return [];
   }
   const { messages, maxTurns } = answer.value;
-  rt.store.recordOpening(idx, messages, maxTurns, toolSet);
+  rt.store.recordOpening(idx, messages, maxTurns, toolSet, envMs);
   return messages;
 }
 
@@ -67,19 +66,18 @@ async function step(
         );
   const envMs = Date.now() - started;
   await rt.writeTurn();
-  rt.store.episodes.inEnvironment(idx, envMs);
   if (answer.kind === "ended") {
-    rt.store.finish(idx, answer.end);
+    rt.store.finish(idx, answer.end, envMs);
     return [];
   }
   const action = transcript.at(-1) as ChatMessage;
   // Only a native tool-calling episode's host answers with calls; a text one's stays as it is.
   const answered = answeredStep(rt.store.tools.of(idx) !== null, action, answer.value);
   if (!answered.ok) {
-    rt.store.finish(idx, failed(END.env_error, `stepEpisode: ${answered.problem}`));
+    rt.store.finish(idx, failed(END.env_error, `stepEpisode: ${answered.problem}`), envMs);
     return [];
   }
-  rt.store.recordStep(idx, answered.step, responseTextAfter(answered.step, action.content));
+  rt.store.recordStep(idx, answered.step, responseTextAfter(answered.step, action.content), envMs);
   return answered.step.messages;
 }
 

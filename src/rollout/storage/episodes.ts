@@ -218,8 +218,10 @@ export class EpisodesTable {
   }
 
   /** Its opening prompt is recorded: it waits for its first generation. */
-  opened(idx: number, openingCount: number, maxTurns: number): void {
-    this.change(idx, { state: "generating", openingCount, maxTurns });
+  /** Opened, its opening having taken `envMs` in environment code. */
+  opened(idx: number, openingCount: number, maxTurns: number, envMs = 0): void {
+    const spent = this.get(idx).envMs + envMs;
+    this.change(idx, { state: "generating", openingCount, maxTurns, envMs: spent });
   }
 
   /** Its generations go to `host` from now on. */
@@ -233,8 +235,12 @@ export class EpisodesTable {
   }
 
   /** The environment answered; the episode waits for its next generation unless it `ends`. */
-  stepped(idx: number, responseText: string, ends: boolean): void {
-    this.change(idx, ends ? { responseText } : { responseText, state: "generating" });
+  stepped(idx: number, responseText: string, ends: boolean, envMs = 0): void {
+    const spent = this.get(idx).envMs + envMs;
+    this.change(
+      idx,
+      ends ? { responseText, envMs: spent } : { responseText, state: "generating", envMs: spent },
+    );
   }
 
   /** Judge calls its grading made, after those of earlier gradings. */
@@ -247,9 +253,10 @@ export class EpisodesTable {
    * It ended with a recorded status and reason; a failure also keeps its detail. An episode that
    * had ended already (its grading failed it) keeps the end it played to.
    */
-  ended(idx: number, end: EpisodeEnd, finishedAt: number): void {
+  ended(idx: number, end: EpisodeEnd, finishedAt: number, envMs = 0): void {
     const before = this.get(idx);
     this.change(idx, {
+      ...(envMs > 0 ? { envMs: before.envMs + envMs } : {}),
       ...(TERMINAL_STATES.includes(before.state) ? { playedEndReason: before.endReason } : {}),
       state: end.state,
       endReason: end.reason,
@@ -267,11 +274,6 @@ export class EpisodesTable {
   /** An interrupting pause aborted its generation, which had produced `tokens`, not kept. */
   discarded(idx: number, tokens: number): void {
     this.change(idx, { discardedTokens: this.get(idx).discardedTokens + tokens });
-  }
-
-  /** An environment call of it (its opening or a step) took `ms`. */
-  inEnvironment(idx: number, ms: number): void {
-    this.change(idx, { envMs: this.get(idx).envMs + ms });
   }
 
   rewarded(idx: number, reward: RewardResult): void {

@@ -85,10 +85,11 @@ export class GroupStorage {
     messages: readonly ChatMessage[],
     maxTurns: number,
     tools: EpisodeToolSet | null,
+    envMs = 0,
   ): void {
     this.db.transaction(() => {
       this.transcripts.append(idx, null, messages);
-      this.episodes.opened(idx, messages.length, maxTurns);
+      this.episodes.opened(idx, messages.length, maxTurns, envMs);
       if (tools !== null) this.tools.record(idx, tools);
     });
   }
@@ -193,7 +194,7 @@ export class GroupStorage {
   }
 
   /** The environment's reply is appended; the episode goes on, or ends. */
-  recordStep(idx: number, step: StepRecord, responseText: string): void {
+  recordStep(idx: number, step: StepRecord, responseText: string, envMs = 0): void {
     const episode = this.episodes.get(idx);
     const turn = episode.turns - 1;
     const ending: EpisodeEnd | null = step.done
@@ -204,21 +205,24 @@ export class GroupStorage {
     this.db.transaction(() => {
       this.transcripts.append(idx, turn, step.messages);
       this.transcripts.recordStep(idx, turn, step.metadata);
-      this.episodes.stepped(idx, responseText, ending !== null);
+      this.episodes.stepped(idx, responseText, ending !== null, envMs);
       if (ending !== null) this.end(idx, ending);
     });
   }
 
-  /** Ends an episode with a recorded status and reason; a failure also keeps its detail. */
-  finish(idx: number, end: EpisodeEnd): void {
-    this.db.transaction(() => this.end(idx, end));
+  /**
+   * Ends an episode with a recorded status and reason; a failure also keeps its detail. `envMs`:
+   * the environment call that ended it, and how long it took.
+   */
+  finish(idx: number, end: EpisodeEnd, envMs = 0): void {
+    this.db.transaction(() => this.end(idx, end, envMs));
   }
 
-  private end(idx: number, end: EpisodeEnd): void {
+  private end(idx: number, end: EpisodeEnd, envMs = 0): void {
     // Tokens kept for a continuation that will not come are discarded, and counted.
     const dropped = this.interrupted.drop(idx);
     if (dropped > 0) this.episodes.discarded(idx, dropped);
-    this.episodes.ended(idx, end, this.db.now());
+    this.episodes.ended(idx, end, this.db.now(), envMs);
     this.generations.remove(idx);
   }
 
