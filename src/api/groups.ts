@@ -10,7 +10,6 @@ import { environmentVersion } from "../environments/versions";
 import { type KnownPolicy, knownPolicy } from "../policy/known-policy";
 import { beyondMaxLag } from "../policy/lag";
 import { rolloutGroup } from "../rollout/bindings";
-import type { StartResult } from "../rollout/group-api";
 import { newGroupSpec } from "../rollout/group-ids";
 import {
   type AskedGroupRequest,
@@ -18,14 +17,13 @@ import {
   StartGroupRequestSchema,
   withPolicyVersion,
 } from "../rollout/group-spec";
-import { releaseGroup } from "../rollout/registration";
 import type { ToolDefinition } from "../sdk";
 import { findGroupView } from "../views/group-view";
 import { startedGroupView } from "../views/responses";
 import type { AuthVariables } from "./auth";
 import { ApiError } from "./errors";
 import { acceptExample, checkEnvironmentName } from "./example-check";
-import { admitStart } from "./start-limits";
+import { admitStart, capRefusal } from "./start-limits";
 import { validated } from "./validated";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -167,19 +165,11 @@ export async function startGroup(
 ): Promise<{ groupId: string; created: boolean }> {
   const { request, policy } = await checkGroupStart(env, asked);
   const spec = await newGroupSpec(request, key, asked, principal);
-  const { reserved } = await admitStart(env, spec, key !== null);
-  const group = rolloutGroup(env, spec.groupId);
-  let started: StartResult;
-  try {
-    started = await group.start(spec, policy);
-  } catch (error) {
-    // A reservation whose object holds no group would count against its caps for ever.
-    if (reserved && (await group.status().catch(() => undefined)) === null)
-      await releaseGroup(env.DB, spec);
-    throw error;
-  }
+  const caps = await admitStart(env, spec, key !== null);
+  const started = await rolloutGroup(env, spec.groupId).start(spec, policy, caps);
+  if (started.outcome === "over_quota" || started.outcome === "over_max_groups")
+    throw capRefusal(started.outcome, spec.request.run_id, caps);
   if (started.outcome === "conflict") {
-    if (reserved) await releaseGroup(env.DB, spec);
     throw new ApiError(
       409,
       "idempotency_conflict",

@@ -20,7 +20,7 @@ import type { Spend } from "../costs/spend";
 import { readBudget } from "../db/run-budgets";
 import { landedSpend } from "../db/run-costs";
 import type { GroupSpec } from "../rollout/group-spec";
-import { knownGroupHash, reserveGroup } from "../rollout/registration";
+import { knownGroupHash, type StartCaps } from "../rollout/registration";
 import { quotaOf } from "./auth";
 import { ApiError } from "./errors";
 import { inFlightOf } from "./run-spend";
@@ -29,49 +29,50 @@ import { inFlightOf } from "./run-spend";
 export const QUOTA_RETRY_AFTER_S = 5;
 
 /**
- * Admits the start or refuses it with a 429: the run's budget first (what it has spent, landed
- * and in flight), then its token's quota and the run's `max_groups`, which reserve the group's
- * D1 row atomically (registration.ts). Answers whether it reserved the row, which the caller
- * takes back if the group's object then does not create the group.
+ * Admits the start or refuses it with a 429 `budget_exhausted` when the run has spent a limit
+ * (landed and in flight). Answers the caps the group's object then registers it within, exactly
+ * (registration.ts reserveGroup): its token's quota and its run's `max_groups`; null for none.
  */
 export async function admitStart(
   env: Env,
   spec: GroupSpec,
   keyed: boolean,
-): Promise<{ reserved: boolean }> {
+): Promise<StartCaps | null> {
   const runId = spec.request.run_id;
   const [budget, quota] = await Promise.all([
     readBudget(env.DB, runId),
     spec.startedBy === null ? null : quotaOf(env as { API_TOKENS?: string }, spec.startedBy),
   ]);
   const limits = budget !== null && hasLimits(budget.limits) ? budget.limits : null;
-  if (limits === null && quota === null) return { reserved: false };
+  if (limits === null && quota === null) return null;
   // The retry of a start that created its group starts nothing: it passes.
-  if (keyed && (await knownGroupHash(env.DB, spec.groupId)) !== null) return { reserved: false };
+  if (keyed && (await knownGroupHash(env.DB, spec.groupId)) !== null) return null;
   if (limits !== null) {
     const { reached } = await spentAgainst(env, runId, limits);
     if (reached.length > 0)
       throw new ApiError(429, "budget_exhausted", describeReached(runId, reached), { reached });
   }
   const maxGroups = limits?.max_groups ?? null;
-  if (quota === null && maxGroups === null) return { reserved: false };
-  const reservation = await reserveGroup(env.DB, spec, { quota, maxGroups });
-  if (reservation.kind === "over_quota")
-    throw new ApiError(
+  return quota === null && maxGroups === null ? null : { quota, maxGroups };
+}
+
+/** The 429 for a start its object refused at registration: its token's quota, or max_groups. */
+export function capRefusal(
+  over: "over_quota" | "over_max_groups",
+  runId: string,
+  caps: StartCaps | null,
+): ApiError {
+  if (over === "over_quota")
+    return new ApiError(
       429,
       "quota_exceeded",
-      `this token may have ${quota} groups in flight (max_inflight_groups) and has them all running: start again once some land`,
-      { max_inflight_groups: quota },
+      `this token may have ${caps?.quota} groups in flight (max_inflight_groups) and has them all running: start again once some land`,
+      { max_inflight_groups: caps?.quota },
       { "retry-after": String(QUOTA_RETRY_AFTER_S) },
     );
-  if (reservation.kind === "over_max_groups")
-    throw new ApiError(
-      429,
-      "budget_exhausted",
-      describeReached(runId, [{ limit: "max_groups", max: maxGroups ?? 0, spent: maxGroups ?? 0 }]),
-      { reached: [{ limit: "max_groups", max: maxGroups, spent: maxGroups }] },
-    );
-  return { reserved: true };
+  const max = caps?.maxGroups ?? 0;
+  const reached = [{ limit: "max_groups" as const, max, spent: max }];
+  return new ApiError(429, "budget_exhausted", describeReached(runId, reached), { reached });
 }
 
 /**

@@ -3,11 +3,20 @@ import type { Spend } from "../costs/spend";
 import type { KnownPolicy } from "../policy/known-policy";
 import type { GroupSpec } from "./group-spec";
 import type { EndReason, EpisodeState, FailureReason } from "./outcomes";
+import type { StartCaps } from "./registration";
 
-export type StartResult = { outcome: "created" | "existing" } | { outcome: "conflict" };
+/** A start's answer; `over_quota` and `over_max_groups`: refused by its caps, nothing kept. */
+export type StartResult =
+  | { outcome: "created" | "existing" }
+  | { outcome: "conflict" }
+  | { outcome: "over_quota" | "over_max_groups" };
 
 export interface RolloutGroupApi {
-  start(spec: GroupSpec, runPolicy?: KnownPolicy | null): Promise<StartResult>;
+  start(
+    spec: GroupSpec,
+    runPolicy?: KnownPolicy | null,
+    caps?: StartCaps | null,
+  ): Promise<StartResult>;
   status(): Promise<LiveGroupStatus | null>;
   /**
    * The run's policy changed: follow it (resume, abort the generations in flight at an

@@ -31,7 +31,13 @@ import { inFlightSpend } from "./in-flight-spend";
 import { liveStatus } from "./live-status";
 import { END, failed, TERMINAL_STATES } from "./outcomes";
 import { PolicyWatch } from "./policy-watch";
-import { landedGroupHash, registerGroup } from "./registration";
+import {
+  knownGroupHash,
+  type Reservation,
+  registerGroup,
+  reserveGroup,
+  type StartCaps,
+} from "./registration";
 import { GroupStorage } from "./storage/group-storage";
 import type { GroupTimer } from "./storage/timers";
 import { driveEpisode } from "./turn";
@@ -54,9 +60,16 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
 
   /**
    * Starts the group, or recognises a retried start of the same request. `runPolicy` is the
-   * run's policy as the API read it (null if its trainer never set one).
+   * run's policy as the API read it (null if its trainer never set one). With `caps` (its
+   * token's quota, its run's `max_groups`), the group is created first and then registered only
+   * if the caps allow (registration.ts reserveGroup), else deleted again: D1 never holds a
+   * reserved row without the object that will land it, whatever crashes between the two.
    */
-  async start(spec: GroupSpec, runPolicy: KnownPolicy | null = null): Promise<StartResult> {
+  async start(
+    spec: GroupSpec,
+    runPolicy: KnownPolicy | null = null,
+    caps: StartCaps | null = null,
+  ): Promise<StartResult> {
     let registered = false;
     const result = await this.ctx.blockConcurrencyWhile(async (): Promise<StartResult> => {
       if (this.store.exists()) {
@@ -66,7 +79,7 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       }
       // A group that already landed has left only its D1 rows behind.
       if (spec.idempotencyKey !== null) {
-        const known = await landedGroupHash(this.env.DB, spec.groupId);
+        const known = await knownGroupHash(this.env.DB, spec.groupId);
         if (known !== null)
           return known === spec.requestHash ? { outcome: "existing" } : { outcome: "conflict" };
       }
@@ -75,12 +88,40 @@ export class RolloutGroup extends DurableObject<Env> implements RolloutGroupApi 
       this.createdHere = true;
       this.store.timers.set(REGISTER, Date.now());
       await this.rearm();
-      registered = await this.register();
+      if (caps !== null) {
+        const refused = await this.reserve(spec, caps);
+        if (refused !== null) return refused;
+        registered = true;
+      } else registered = await this.register();
       return { outcome: "created" };
     });
     if (registered) await this.refreshPolicy();
-    if (result.outcome !== "conflict") await this.resume();
+    if (result.outcome === "created" || result.outcome === "existing") await this.resume();
     return result;
+  }
+
+  /**
+   * Registers the new group within its caps, or deletes it again and says which cap it is over.
+   * A D1 that does not answer deletes it too, and throws: a start the caps could not be checked
+   * for is not admitted.
+   */
+  private async reserve(spec: GroupSpec, caps: StartCaps): Promise<StartResult | null> {
+    let reservation: Reservation;
+    try {
+      reservation = await reserveGroup(this.env.DB, spec, caps);
+    } catch (error) {
+      await this.store.deleteAll();
+      this.createdHere = false;
+      throw error;
+    }
+    if (reservation.kind !== "reserved") {
+      await this.store.deleteAll();
+      this.createdHere = false;
+      return { outcome: reservation.kind };
+    }
+    this.store.group.markRegistered();
+    this.store.timers.clear(REGISTER);
+    return null;
   }
 
   /** The live view of a group still in flight; null when this object holds no group. */

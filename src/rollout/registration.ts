@@ -2,7 +2,7 @@
  * A group's first D1 writes, at start: its row, so SQL sees it `running` at once, and the
  * lookup that lets a retried start recognise a group that already landed and left.
  */
-import { and, eq, ne } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { groups } from "../db/schema";
 import type { GroupStatus } from "../domain/group-status";
@@ -44,20 +44,7 @@ export async function registerGroup(db: D1Database, spec: GroupSpec): Promise<vo
   await drizzle(db).insert(groups).values(groupRow(spec, "running")).onConflictDoNothing();
 }
 
-/**
- * The request hash of a group that landed and left, or null: a row still `running` may be only
- * a start's reservation (reserveGroup), whose group its object has yet to create.
- */
-export async function landedGroupHash(db: D1Database, groupId: string): Promise<string | null> {
-  const row = await drizzle(db)
-    .select({ requestHash: groups.requestHash })
-    .from(groups)
-    .where(and(eq(groups.id, groupId), ne(groups.status, "running")))
-    .get();
-  return row?.requestHash ?? null;
-}
-
-/** The request hash of a group D1 already knows (running or landed), or null. */
+/** The request hash of a group D1 already knows, or null. */
 export async function knownGroupHash(db: D1Database, groupId: string): Promise<string | null> {
   const row = await drizzle(db)
     .select({ requestHash: groups.requestHash })
@@ -80,7 +67,7 @@ export type Reservation =
   | { kind: "over_max_groups" };
 
 /**
- * Registers the group before its object starts, if its caps allow: the row is inserted and, in
+ * Registers a group its object has just created, if its caps allow: the row is inserted and, in
  * the same transaction, deleted again when the token now has more than its quota of groups
  * running, or the run more than `max_groups`. D1 runs transactions one at a time, so of starts
  * racing for the last place exactly one keeps it, where a count read first and acted on after
@@ -102,7 +89,7 @@ export async function reserveGroup(
       ? null
       : db
           .prepare(
-            `DELETE FROM groups WHERE id = ? AND (SELECT COUNT(*) FROM groups
+            `DELETE FROM groups WHERE id = ? AND status = 'running' AND (SELECT COUNT(*) FROM groups
                WHERE started_by = ? AND status = 'running') > ?`,
           )
           .bind(id, spec.startedBy, caps.quota);
@@ -111,7 +98,7 @@ export async function reserveGroup(
       ? null
       : db
           .prepare(
-            "DELETE FROM groups WHERE id = ? AND (SELECT COUNT(*) FROM groups WHERE run_id = ?) > ?",
+            "DELETE FROM groups WHERE id = ? AND status = 'running' AND (SELECT COUNT(*) FROM groups WHERE run_id = ?) > ?",
           )
           .bind(id, spec.request.run_id, caps.maxGroups);
   const [, ...cuts] = await db.batch([
@@ -123,17 +110,4 @@ export async function reserveGroup(
   if (overQuota !== null && cut(0)) return { kind: "over_quota" };
   if (overGroups !== null && cut(overQuota === null ? 0 : 1)) return { kind: "over_max_groups" };
   return { kind: "reserved" };
-}
-
-/** Takes back a reservation whose start did not create the group (this start's row only). */
-export async function releaseGroup(db: D1Database, spec: GroupSpec): Promise<void> {
-  await drizzle(db)
-    .delete(groups)
-    .where(
-      and(
-        eq(groups.id, spec.groupId),
-        eq(groups.requestHash, spec.requestHash),
-        eq(groups.status, "running"),
-      ),
-    );
 }
