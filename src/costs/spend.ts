@@ -14,7 +14,7 @@ export interface Spend {
   sampledTokens: number;
   /** Tokens the teacher of on-policy distillation prefilled. */
   teacherTokens: number;
-  /** Prompt and completion tokens of every judge call. */
+  /** Prompt and completion tokens of every judge call that reported them. */
   judgeTokens: number;
   /** Time in environment code: step and score calls, remote ones included. */
   envSeconds: number;
@@ -26,7 +26,7 @@ export interface Spend {
   discardedTokens: number;
   /** Generation, teacher and judge calls priced by their host's price; unpriced calls add 0. */
   usd: number;
-  /** Generation and judge calls made on a host with no price. */
+  /** Generation and judge calls that could not be priced: no price, or no token counts. */
   unpricedCalls: number;
 }
 
