@@ -117,7 +117,7 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>()
         `version: run "${id}" is at policy version ${set.current.version}; a run's version only moves forward (start a new run to train from an older checkpoint)`,
       );
     const known = knownPolicy(set.policy);
-    const pushed = await pushToRunningGroups(c.env.DB, id, (groupId) =>
+    const pushed = await pushToRunningGroups(set.running, (groupId) =>
       rolloutGroup(c.env, groupId).policyChanged(known),
     );
     if (body.paused === true) await recordSync(c.env.DB, set.policy, pushed.inFlight);

@@ -10,15 +10,6 @@ import { runPolicies } from "./schema";
 
 export type RunPolicy = typeof runPolicies.$inferSelect;
 
-/** The run's groups still in flight, which a policy change must reach. */
-export async function runningGroupIds(db: D1Database, runId: string): Promise<string[]> {
-  const rows = await db
-    .prepare("SELECT id FROM groups WHERE run_id = ? AND status = 'running'")
-    .bind(runId)
-    .all<{ id: string }>();
-  return rows.results.map((r) => r.id);
-}
-
 export async function readRunPolicy(db: D1Database, runId: string): Promise<RunPolicy | null> {
   return (
     (await drizzle(db).select().from(runPolicies).where(eq(runPolicies.runId, runId)).get()) ?? null
@@ -41,44 +32,63 @@ export async function setRunPolicy(
   runId: string,
   update: PolicyUpdate,
   principal: string,
-): Promise<{ ok: true; policy: RunPolicy } | { ok: false; current: RunPolicy }> {
-  const current = await readRunPolicy(db, runId);
-  if (current !== null && update.version < current.version) return { ok: false, current };
-  const next: RunPolicy = {
-    runId,
-    version: update.version,
-    maxLag: update.maxLag === undefined ? (current?.maxLag ?? null) : update.maxLag,
-    paused: update.paused ?? current?.paused ?? false,
-    interrupt: update.interrupt === true,
-    updatedAt: new Date().toISOString(),
-    updatedBy: principal,
-    revision: (current?.revision ?? 0) + 1,
-  };
-  // Conditional on the version still not being ahead: a concurrent, newer update wins.
-  const written = await db
-    .prepare(
-      `INSERT INTO run_policies (run_id, version, max_lag, paused, interrupt, updated_at, updated_by, revision)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-       ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, max_lag = excluded.max_lag,
-         paused = excluded.paused, interrupt = excluded.interrupt, updated_at = excluded.updated_at,
-         updated_by = excluded.updated_by, revision = run_policies.revision + 1
-       WHERE excluded.version >= run_policies.version
-       RETURNING revision`,
-    )
-    .bind(
-      runId,
-      next.version,
-      next.maxLag,
-      next.paused ? 1 : 0,
-      next.interrupt ? 1 : 0,
-      next.updatedAt,
-      principal,
-    )
-    .first<{ revision: number }>();
-  if (written === null)
+): Promise<{ ok: true; policy: RunPolicy; running: string[] } | { ok: false; current: RunPolicy }> {
+  // One round trip, in one transaction: the update (fields not given keep the row's, or take
+  // their defaults on a new row), then the run's running groups, read after it so that a group
+  // starting meanwhile either read the new policy or is in this list. A sync's stall waits on
+  // every round trip here (bench:sync).
+  const [written, running] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `INSERT INTO run_policies (run_id, version, max_lag, paused, interrupt, updated_at, updated_by, revision)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)
+         ON CONFLICT (run_id) DO UPDATE SET version = excluded.version,
+           max_lag = CASE WHEN ?8 THEN excluded.max_lag ELSE run_policies.max_lag END,
+           paused = CASE WHEN ?9 THEN excluded.paused ELSE run_policies.paused END,
+           interrupt = excluded.interrupt, updated_at = excluded.updated_at,
+           updated_by = excluded.updated_by, revision = run_policies.revision + 1
+         WHERE excluded.version >= run_policies.version
+         RETURNING version, max_lag, paused, updated_at, revision`,
+      )
+      .bind(
+        runId,
+        update.version,
+        update.maxLag ?? null,
+        update.paused === true ? 1 : 0,
+        update.interrupt === true ? 1 : 0,
+        new Date().toISOString(),
+        principal,
+        update.maxLag === undefined ? 0 : 1,
+        update.paused === undefined ? 0 : 1,
+      ),
+    db.prepare("SELECT id FROM groups WHERE run_id = ? AND status = 'running'").bind(runId),
+  ]);
+  const row = written?.results[0] as
+    | {
+        version: number;
+        max_lag: number | null;
+        paused: number;
+        updated_at: string;
+        revision: number;
+      }
+    | undefined;
+  // Refused: a concurrent, newer update is ahead.
+  if (row === undefined)
     return { ok: false, current: (await readRunPolicy(db, runId)) as RunPolicy };
-  // The database's count, not ours: a concurrent update may have come between.
-  return { ok: true, policy: { ...next, revision: written.revision } };
+  return {
+    ok: true,
+    policy: {
+      runId,
+      version: row.version,
+      maxLag: row.max_lag,
+      paused: row.paused === 1,
+      interrupt: update.interrupt === true,
+      updatedAt: row.updated_at,
+      updatedBy: principal,
+      revision: row.revision,
+    },
+    running: (running?.results ?? []).map((r) => String(r.id)),
+  };
 }
 
 /**

@@ -1,11 +1,11 @@
 /**
  * A policy change, pushed to the run's running groups before POST /v1/runs/:id/policy answers:
  * once it returns, a pause holds every new generation and a bump is what the next turns
- * record. Whom to tell comes from D1; how to tell one group is the caller's (the route passes
- * the group object's `policyChanged`), which keeps this module below the rollout.
+ * record. Whom to tell comes from D1, read with the change (db/run-policies.ts); how to tell
+ * one group is the caller's (the route passes the group object's `policyChanged`), which keeps
+ * this module below the rollout.
  */
 import pMap from "p-map";
-import { runningGroupIds } from "../db/run-policies";
 
 /**
  * Group objects told of a change at once. Each call mostly waits (an interrupt reads what has
@@ -31,15 +31,13 @@ export interface Pushed {
 }
 
 /**
- * Tells each running group of the run, up to MAX_PUSHES of them. A group that cannot be reached
- * (it is restarting), or one past MAX_PUSHES, reads the policy on its next heartbeat instead.
+ * Tells each of the run's running groups, up to MAX_PUSHES of them. A group that cannot be
+ * reached (it is restarting), or one past MAX_PUSHES, reads the policy on its next heartbeat.
  */
 export async function pushToRunningGroups(
-  db: D1Database,
-  runId: string,
+  running: readonly string[],
   notify: (groupId: string) => Promise<number>,
 ): Promise<Pushed> {
-  const running = await runningGroupIds(db, runId);
   const answers = await askEach(running, notify);
   return { running: running.length, ...answers };
 }
