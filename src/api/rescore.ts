@@ -2,7 +2,8 @@
  * `POST /v1/groups/:id/rescore` (trainer): grades a landed group's `judge_error` episodes again
  * (or every episode that played to an end, with `all: true`) without generating again, once the
  * judge is back: src/rollout/rescore.ts. A group still running is a 409 (it grades itself), and
- * so is one whose batch is out with a trainer (its grades would change under the lease).
+ * so is one whose batch is out with a trainer (its grades would change under the lease); a run
+ * that has spent its `max_usd` is a 429 (start-limits.ts).
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -11,6 +12,7 @@ import { rescoreGroup } from "../rollout/rescore";
 import { findGroupView } from "../views/group-view";
 import { rescoredView } from "../views/responses";
 import { ApiError } from "./errors";
+import { admitRescore } from "./start-limits";
 import { validated } from "./validated";
 
 const RescoreRequestSchema = z.strictObject({
@@ -25,7 +27,9 @@ export const rescoreRoutes = new Hono<{ Bindings: Env }>().post(
     const id = c.req.param("id");
     const notFound = new ApiError(404, "not_found", `no group ${id}`);
     if (!isGroupId(id)) throw notFound;
-    const result = await rescoreGroup(c.env, id, c.req.valid("json").all);
+    const result = await rescoreGroup(c.env, id, c.req.valid("json").all, (runId) =>
+      admitRescore(c.env, runId),
+    );
     if ("kind" in result) {
       switch (result.kind) {
         case "not_found":

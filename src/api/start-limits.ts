@@ -1,5 +1,5 @@
 /**
- * The limits a start must pass once its request is checked, each a 429: the run's budget
+ * The limits a start (or a rescore) must pass once its request is checked, each a 429: the run's budget
  * (`budget_exhausted`: it has spent a limit, src/costs/budget.ts) and the starting token's quota
  * of groups in flight (`quota_exceeded`, with Retry-After). A retried start of a group that
  * already exists passes both: it starts nothing. Counts of groups (the quota, `max_groups`) are
@@ -11,6 +11,7 @@ import {
   type BudgetLimits,
   describeReached,
   hasLimits,
+  NO_LIMITS,
   needsInFlight,
   type ReachedLimit,
   reachedLimits,
@@ -53,6 +54,20 @@ export async function admitStart(
   }
   const maxGroups = limits?.max_groups ?? null;
   return quota === null && maxGroups === null ? null : { quota, maxGroups };
+}
+
+/**
+ * Admits a rescore, or refuses it with a 429 `budget_exhausted` once the run has spent its
+ * `max_usd`: a rescore calls the judge again and nothing else, so it spends money but no sampled
+ * or prompt tokens of the policy, and starts no group; the run's other limits do not hold it.
+ */
+export async function admitRescore(env: Env, runId: string): Promise<void> {
+  const budget = await readBudget(env.DB, runId);
+  const maxUsd = budget?.limits.max_usd ?? null;
+  if (maxUsd === null) return;
+  const { reached } = await spentAgainst(env, runId, { ...NO_LIMITS, max_usd: maxUsd });
+  if (reached.length > 0)
+    throw new ApiError(429, "budget_exhausted", describeReached(runId, reached), { reached });
 }
 
 /** The 429 for a start its object refused at registration: its token's quota, or max_groups. */

@@ -87,6 +87,8 @@ export async function rescoreGroup(
   env: Env,
   groupId: string,
   all: boolean,
+  /** What the run must pass before its judge is called again (its budget); throws to refuse. */
+  admit: (runId: string) => Promise<void>,
 ): Promise<Rescored | RescoreRefusal> {
   const group = await findGroup(env.DB, groupId);
   if (group === undefined) return { kind: "not_found" };
@@ -97,6 +99,7 @@ export async function rescoreGroup(
   const rows = await groupEpisodes(env.DB, groupId);
   const chosen = targets(rows, all);
   if (chosen.length === 0) return { groupId, rescored: 0, judgeErrors: 0 };
+  await admit(group.runId);
   const ids = chosen.map((e) => e.id);
   const [transcripts, nextSeq] = await Promise.all([
     transcriptsOf(env.DB, ids),

@@ -302,6 +302,49 @@ describe("a run's budget", () => {
     expect(await count("SELECT COUNT(*) AS n FROM groups WHERE run_id = ?", run)).toBe(2);
   });
 
+  it("refuses a rescore once the run has spent its max_usd, calling no judge, and rescores once it is lifted", async () => {
+    const run = runOf("rescore");
+    // The judge fails this request's first 3 tries, every attempt of the grading: judge_error.
+    const group = await startGroup({
+      env: "judged-answer",
+      example: {
+        id: `${run}-judged`,
+        input: "What is 9 * 6?",
+        output: "54",
+        metadata: { judge_model: "judge+fail:500:3" },
+      },
+      group_size: 1,
+      run_id: run,
+      sampling: { model: "sim", temperature: 0 },
+    });
+    await waitForGroup(group);
+    const judgements = () =>
+      count(`SELECT COUNT(*) AS n FROM judgements WHERE episode_id LIKE '${group}%'`);
+    expect(await judgements()).toBe(3);
+    const trainer = { authorization: `Bearer ${TOKENS.trainer}` };
+    const rescore = () =>
+      post<{ rescored: number; judge_errors: number; error?: { code: string; message: string } }>(
+        `/v1/groups/${group}/rescore`,
+        {},
+        trainer,
+      );
+
+    // Its generations were priced: any max_usd under that is spent already.
+    expect((await setBudget(run, { max_usd: 1e-9 })).status).toBe(200);
+    const refused = await rescore();
+    expect(refused.status).toBe(429);
+    expect(refused.body.error?.code).toBe("budget_exhausted");
+    expect(refused.body.error?.message).toMatch(/max_usd/);
+    expect(await judgements()).toBe(3);
+
+    // A limit a rescore does not spend against (sampled tokens) does not hold it back.
+    expect((await setBudget(run, { max_usd: null, max_sampled_tokens: 1 })).status).toBe(200);
+    const rescored = await rescore();
+    expect(rescored.status).toBe(200);
+    expect(rescored.body).toMatchObject({ rescored: 1, judge_errors: 0 });
+    expect(await judgements()).toBe(4);
+  });
+
   it("refuses a budget it cannot read, and stores nothing", async () => {
     const run = runOf("budget-bad");
     for (const [body, problem] of [
