@@ -1,11 +1,12 @@
 /**
- * The limits a start (or a rescore) must pass once its request is checked, each a 429: the run's budget
+ * The limits a start must pass once its request is checked, each a 429: the run's budget
  * (`budget_exhausted`: it has spent a limit, src/costs/budget.ts) and the starting token's quota
- * of groups in flight (`quota_exceeded`, with Retry-After). A retried start of a group that
- * already exists passes both: it starts nothing. Counts of groups (the quota, `max_groups`) are
- * held exactly, by the group's object as it registers (registration.ts reserveGroup); limits on
- * tokens and money are read without a lock, so starts racing each other may each pass one: a run
- * passes those by at most what was in flight or being started.
+ * of groups in flight (`quota_exceeded`, with Retry-After); a rescore is held by `max_usd` alone. A
+ * retried start of a group that already exists passes both: it starts nothing. Counts of groups
+ * (the quota, `max_groups`) are held exactly, by the group's object as it registers
+ * (registration.ts reserveGroup); limits on tokens and money are read without a lock, so starts
+ * racing each other may each pass one: a run passes those by at most what was in flight or
+ * being started.
  */
 import {
   type BudgetLimits,
