@@ -50,8 +50,7 @@ export async function admitStart(
   if (keyed && (await knownGroupHash(env.DB, spec.groupId)) !== null) return null;
   if (limits !== null) {
     const { reached } = await spentAgainst(env, runId, limits);
-    if (reached.length > 0)
-      throw new ApiError(429, "budget_exhausted", describeReached(runId, reached), { reached });
+    if (reached.length > 0) throw budgetExhausted(runId, reached);
   }
   const maxGroups = limits?.max_groups ?? null;
   return quota === null && maxGroups === null ? null : { quota, maxGroups };
@@ -67,8 +66,7 @@ export async function admitRescore(env: Env, runId: string): Promise<void> {
   const maxUsd = budget?.limits.max_usd ?? null;
   if (maxUsd === null) return;
   const { reached } = await spentAgainst(env, runId, { ...NO_LIMITS, max_usd: maxUsd });
-  if (reached.length > 0)
-    throw new ApiError(429, "budget_exhausted", describeReached(runId, reached), { reached });
+  if (reached.length > 0) throw budgetExhausted(runId, reached);
 }
 
 /** The 429 for a start its object refused at registration: its token's quota, or max_groups. */
@@ -86,7 +84,11 @@ export function capRefusal(
       { "retry-after": String(QUOTA_RETRY_AFTER_S) },
     );
   const max = caps?.maxGroups ?? 0;
-  const reached = [{ limit: "max_groups" as const, max, spent: max }];
+  return budgetExhausted(runId, [{ limit: "max_groups", max, spent: max }]);
+}
+
+/** The 429 of a run that has reached limits of its budget, naming each and what was spent. */
+function budgetExhausted(runId: string, reached: ReachedLimit[]): ApiError {
   return new ApiError(429, "budget_exhausted", describeReached(runId, reached), { reached });
 }
 

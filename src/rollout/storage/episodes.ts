@@ -217,8 +217,10 @@ export class EpisodesTable {
     });
   }
 
-  /** Its opening prompt is recorded: it waits for its first generation. */
-  /** Opened, its opening having taken `envMs` in environment code. */
+  /**
+   * Its opening prompt is recorded: it waits for its first generation. `envMs`: what the opening
+   * took in environment code.
+   */
   opened(idx: number, openingCount: number, maxTurns: number, envMs = 0): void {
     const spent = this.get(idx).envMs + envMs;
     this.change(idx, { state: "generating", openingCount, maxTurns, envMs: spent });
