@@ -12,6 +12,7 @@ import type {
   StartedGroup,
   StartGroupInput,
 } from "../../src/client/edgeroll-client";
+import type { TaskExample } from "../../src/sdk";
 import type { SimulatorStats } from "../../src/sim/host-ledger";
 
 export const BASE = "http://edgeroll.test";
@@ -241,3 +242,31 @@ export const SUPPORT_EXAMPLE = {
     max_calls: 6,
   },
 };
+
+/** An example of the judged-answer environment; `judgeModel` names the judge (with directives). */
+export function judgedExample(
+  id: string,
+  question: string,
+  answer: string,
+  judgeModel?: string,
+): TaskExample {
+  return {
+    id,
+    input: question,
+    output: answer,
+    ...(judgeModel === undefined ? {} : { metadata: { judge_model: judgeModel } }),
+  };
+}
+
+/** A judged-answer group of `groupSize`, played with the simulator and waited for. */
+export async function judgedGroup(run: string, example: TaskExample, groupSize = 1) {
+  const id = await startGroup({
+    env: "judged-answer",
+    example,
+    group_size: groupSize,
+    run_id: run,
+    sampling: { model: "sim", temperature: 0 },
+  });
+  await waitForGroup(id);
+  return id;
+}

@@ -7,8 +7,18 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { EdgerollClient } from "../../src/client/edgeroll-client";
 import { END } from "../../src/rollout/outcomes";
-import type { TaskExample } from "../../src/sdk";
-import { BASE, d1, getGroup, leaseBatch, post, startGroup, TOKENS, waitForGroup } from "./helpers";
+import {
+  BASE,
+  d1,
+  getGroup,
+  judgedExample,
+  judgedGroup,
+  leaseBatch,
+  post,
+  startGroup,
+  TOKENS,
+  waitForGroup,
+} from "./helpers";
 
 interface EpisodeRow {
   id: string;
@@ -83,32 +93,6 @@ async function expectWeightedSums(group: string) {
     );
   }
   return { episodes, components };
-}
-
-function judgedExample(
-  id: string,
-  question: string,
-  answer: string,
-  judgeModel?: string,
-): TaskExample {
-  return {
-    id,
-    input: question,
-    output: answer,
-    ...(judgeModel === undefined ? {} : { metadata: { judge_model: judgeModel } }),
-  };
-}
-
-async function judgedGroup(run: string, example: TaskExample, groupSize = 1) {
-  const id = await startGroup({
-    env: "judged-answer",
-    example,
-    group_size: groupSize,
-    run_id: run,
-    sampling: { model: "sim", temperature: 0 },
-  });
-  await waitForGroup(id);
-  return id;
 }
 
 describe("rubrics", () => {

@@ -18,6 +18,8 @@ import {
   errorOf,
   getJson,
   guessExample,
+  judgedExample,
+  judgedGroup,
   post,
   postGroup,
   setPolicy,
@@ -88,12 +90,7 @@ describe("a run's bill", () => {
     // multi-turn group whose first generation of each request hangs past its deadline (retries).
     const judged = await startGroup({
       env: "judged-answer",
-      example: {
-        id: `${run}-judged`,
-        input: "What is 6 * 7?",
-        output: "42",
-        metadata: { judge_model: "judge+fail:500:1" },
-      },
+      example: judgedExample(`${run}-judged`, "What is 6 * 7?", "42", "judge+fail:500:1"),
       group_size: 2,
       run_id: run,
       sampling: { model: "sim", temperature: 0 },
@@ -305,19 +302,10 @@ describe("a run's budget", () => {
   it("refuses a rescore once the run has spent its max_usd, calling no judge, and rescores once it is lifted", async () => {
     const run = runOf("rescore");
     // The judge fails this request's first 3 tries, every attempt of the grading: judge_error.
-    const group = await startGroup({
-      env: "judged-answer",
-      example: {
-        id: `${run}-judged`,
-        input: "What is 9 * 6?",
-        output: "54",
-        metadata: { judge_model: "judge+fail:500:3" },
-      },
-      group_size: 1,
-      run_id: run,
-      sampling: { model: "sim", temperature: 0 },
-    });
-    await waitForGroup(group);
+    const group = await judgedGroup(
+      run,
+      judgedExample(`${run}-judged`, "What is 9 * 6?", "54", "judge+fail:500:3"),
+    );
     const judgements = () =>
       count(`SELECT COUNT(*) AS n FROM judgements WHERE episode_id LIKE '${group}%'`);
     expect(await judgements()).toBe(3);
