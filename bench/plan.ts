@@ -37,9 +37,9 @@ export function benchPlan(quick: boolean) {
         remote: { groups: 16, repeats: 4 },
         tokenIn: { groups: 16, repeats: 3 },
         fleet: { hosts: 4, groups: 32, groupSize: 8, turns: 8, repeats: 3, kvBlocks: 20_000 },
-        // 20-s generations: 2,000 tokens at 100 a second. Five repeats: each pauses at its own
-        // point of the generations (a held stall of 4 to 16 s), and an interrupted one varies
-        // 60-110 ms from run to run, so three left the ratio's median to one noisy pair.
+        // 20-s generations: 2,000 tokens at 100 a second, started 0.56 s apart. Five repeats: an
+        // interrupted stall varies 60-110 ms from run to run, so three left the ratio's median
+        // to one noisy pair.
         sync: { groups: 32, tokens: 2000, tokensPerS: 100, repeats: 5 },
         // 20 steps on 4 hosts; generations of 1.2 to 6 s (up to 600 tokens at 100 a second).
         busy: {

@@ -1,11 +1,14 @@
 /**
  * The weight-sync part: how long a sync keeps the hosts waiting before they may load weights,
  * with a plain pause (the generations in flight finish) and with `interrupt` (aborted at once).
- * Groups stream long generations (the simulator's `longTokens` at a set token rate); a random
- * while into them the run is paused, and the stall is the time from the pause's request to the
- * first answer with nothing in flight: the pause's own when it says 0, else the first GET
- * /v1/runs/:id that does, as a trainer's `waitIdle` sees it. Hold and
- * interrupt alternate which goes first, each repeat a run of its own. The groups generate from
+ * Groups stream long generations (the simulator's `longTokens` at a set token rate), started
+ * one after another as an asynchronous producer keeps them, so at the pause every stage of a
+ * generation is in flight: a plain pause waits for the newest, as a real fleet's does whenever
+ * its step ends (with G streams of length L kept going, the newest began at most L / G ago). The
+ * stall is the time from the pause's request to the first answer with nothing in flight: the
+ * pause's own when it says 0, else the first GET /v1/runs/:id that does, as a trainer's
+ * `waitIdle` sees it. Hold and interrupt alternate which goes first, each repeat a run of its
+ * own, paused at the same stage of its generations. The groups generate from
  * token ids (`generation: "tokens"`), so an interrupted turn keeps what it had received and goes
  * on from it: what was kept (`kept_tokens`), what was dropped (`discarded_tokens`, 0 unless a row
  * could not hold them), and what was lost: per episode, tokens the host had streamed before the
@@ -13,7 +16,6 @@
  * a stream whose client closed it). Tokens streamed after the request, before the close reached
  * the host, and not kept are counted apart (`cutOffTokens`): the host's work the cut wasted.
  */
-import pMap from "p-map";
 import { withStack } from "../reliability/harness";
 import { EdgerollClient } from "../src/client/edgeroll-client";
 import { episodeId } from "../src/rollout/group-spec";
@@ -48,37 +50,40 @@ export interface SyncResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** One sync: the groups streaming, a pause a random while in, the stall until idle. */
+/** One sync: the groups streaming, staggered; a pause once all are; the stall until idle. */
 async function oneSync(
   client: EdgerollClient,
   sim: Simulator,
   plan: SyncPlan,
   runId: string,
   interrupt: boolean,
-  random: () => number,
 ): Promise<{ stallMs: number; discarded: number; kept: number; lost: number; cutOff: number }> {
   await client.setPolicy(runId, { version: 0 });
   const before = sim.stats().requests;
-  const ids = await pMap(
-    Array.from({ length: plan.groups }, (_, g) => g),
-    async (g) =>
-      (
-        await client.startGroup({
-          env: "marathon",
-          example: { id: `${runId}-${g}`, input: "Go.", metadata: { turns: 1, reply_bytes: 20 } },
-          group_size: 1,
-          run_id: runId,
-          generation: "tokens",
-          sampling: { model: "sim", seed: g + 1, max_completion_tokens: plan.tokens },
-        })
-      ).group_id,
-    { concurrency: 16 },
-  );
-  // Every generation streaming, then a random while into them (a trainer's step ends whenever).
-  while ((await client.getRun(runId)).in_flight_generations !== plan.groups) await sleep(50);
-  if (sim.stats().requests - before !== plan.groups) throw new Error("a generation was retried");
   const generationMs = (plan.tokens / plan.tokensPerS) * 1000;
-  await sleep(generationMs * (0.2 + 0.6 * random()));
+  // Staggered as an asynchronous producer keeps them: a group starts every `spacing` ms, so at
+  // the pause the generations are at every stage of their length, the newest just begun.
+  const spacing = (0.9 * generationMs) / plan.groups;
+  const startedAt = Date.now();
+  const ids: string[] = [];
+  for (let g = 0; g < plan.groups; g++) {
+    await sleep(startedAt + g * spacing - Date.now());
+    const { group_id } = await client.startGroup({
+      env: "marathon",
+      example: { id: `${runId}-${g}`, input: "Go.", metadata: { turns: 1, reply_bytes: 20 } },
+      group_size: 1,
+      run_id: runId,
+      generation: "tokens",
+      sampling: { model: "sim", seed: g + 1, max_completion_tokens: plan.tokens },
+    });
+    ids.push(group_id);
+  }
+  // The pause comes once the newest is streaming: the oldest still has a tenth of its way left.
+  while ((await client.getRun(runId)).in_flight_generations !== plan.groups) {
+    if (Date.now() - startedAt > generationMs) throw new Error("the first generation ended first");
+    await sleep(20);
+  }
+  if (sim.stats().requests - before !== plan.groups) throw new Error("a generation was retried");
   const pausedAt = Date.now();
   // A trainer waits only when the answer says something is still in flight.
   const answer = await client.setPolicy(runId, { version: 1, paused: true, interrupt });
@@ -119,12 +124,6 @@ export async function measureSyncStall(
     longTokens: plan.tokens,
     latency: { msPerToken: 1000 / plan.tokensPerS },
   });
-  // Seeded, so reruns pause at the same points.
-  let seed = 7;
-  const random = () => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-    return seed / 2 ** 31;
-  };
   try {
     return await withStack(
       { inferenceUrl: sim.url, vars: { MAX_INFLIGHT_GENERATIONS: String(BENCH_MAX_INFLIGHT) } },
@@ -142,14 +141,7 @@ export async function measureSyncStall(
         const cutOff: number[] = [];
         for (let r = 0; r < plan.repeats; r++) {
           const run = (interrupt: boolean) =>
-            oneSync(
-              client,
-              sim,
-              plan,
-              `sync-${r}-${interrupt ? "cut" : "hold"}`,
-              interrupt,
-              random,
-            );
+            oneSync(client, sim, plan, `sync-${r}-${interrupt ? "cut" : "hold"}`, interrupt);
           const { a: held, b: interrupted } = await alternated(
             r,
             () => run(false),
