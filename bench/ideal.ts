@@ -7,7 +7,7 @@
 import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { rssSampler, workerdCpuMs } from "./proc";
-import { type BenchStack, waitForRun } from "./stack";
+import type { BenchStack } from "./stack";
 
 export interface IdealPoint {
   concurrency: number;
@@ -55,6 +55,27 @@ export function steadyTurnsPerS(samples: readonly [number, number][]): number {
 
 let points = 0;
 
+/** How long a point's groups may take to land once their turns are played. */
+const LANDING_TIMEOUT_MS = 600_000;
+
+/** How long the turns may stall (no generation answered) before the wait stops counting. */
+const STALLED_MS = 10_000;
+
+/**
+ * Resolves once `played()` reaches `turns`, or stops rising for STALLED_MS (an episode that ended
+ * early plays fewer turns; the run's own wait then says how it ended).
+ */
+async function untilPlayed(played: () => number, turns: number): Promise<void> {
+  let last = played();
+  let lastRiseAt = Date.now();
+  while (last < turns && Date.now() - lastRiseAt < STALLED_MS) {
+    await new Promise((r) => setTimeout(r, 50));
+    const now = played();
+    if (now > last) lastRiseAt = Date.now();
+    last = now;
+  }
+}
+
 /** One point of C episodes; `request` adds fields to every group's (an ablation's `tokens`). */
 export async function measureIdeal(
   bench: BenchStack,
@@ -69,21 +90,23 @@ export async function measureIdeal(
   const before = bench.simRequests(MODEL);
   const cpuBefore = workerdCpuMs(bench.pgid);
   const started = Date.now();
-  await pMap(
+  const ids = await pMap(
     Array.from({ length: groups }, (_, i) => i),
-    (i) =>
-      bench.client.startGroup({
-        env: "marathon",
-        example: {
-          id: `c${concurrency}-${i}`,
-          input: "Go.",
-          metadata: { turns, reply_bytes: 200 },
-        },
-        group_size: SIZE,
-        run_id: runId,
-        sampling: { model: MODEL, seed: i, max_completion_tokens: 16 },
-        ...request,
-      }),
+    async (i) =>
+      (
+        await bench.client.startGroup({
+          env: "marathon",
+          example: {
+            id: `c${concurrency}-${i}`,
+            input: "Go.",
+            metadata: { turns, reply_bytes: 200 },
+          },
+          group_size: SIZE,
+          run_id: runId,
+          sampling: { model: MODEL, seed: i, max_completion_tokens: 16 },
+          ...request,
+        })
+      ).group_id,
     { concurrency: 32 },
   );
   // Turns answered, sampled every 250 ms while the episodes run.
@@ -92,7 +115,13 @@ export async function measureIdeal(
     () => samples.push([Date.now(), bench.simRequests(MODEL) - before]),
     250,
   );
-  await waitForRun(bench.client, runId, groups);
+  // While the turns are played, the wait reads the simulator's count, in this process; then it
+  // polls the groups one at a time until each has landed. GET /v1/runs/:id would ask every
+  // running group object for its spend on each poll: work on workerd's one thread that the
+  // floor, which waits on one held request, does not do.
+  await untilPlayed(() => bench.simRequests(MODEL) - before, groups * SIZE * turns);
+  for (const id of ids)
+    await bench.client.waitForGroup(id, { intervalMs: 100, timeoutMs: LANDING_TIMEOUT_MS });
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const cpuMs = workerdCpuMs(bench.pgid) - cpuBefore;

@@ -99,7 +99,7 @@ say(
 
 const { sync: sp } = plan;
 say(
-  `weight sync: ${sp.groups} groups streaming ${sp.tokens / sp.tokensPerS}-s generations, paused a random while in, held and interrupted alternately, ${sp.repeats} repeat(s)`,
+  `weight sync: ${sp.groups} groups streaming ${sp.tokens / sp.tokensPerS}-s generations, started one after another, paused once all stream, held and interrupted alternately, ${sp.repeats} repeat(s)`,
 );
 const sync = await measureSyncStall(plan.sync, say);
 say(

@@ -344,7 +344,8 @@ export class EdgerollClient {
 
   /**
    * Groups of a run by status, its policy, and its pacing (groups in flight and landed but not
-   * yet leased, by version): cheaper than polling each group.
+   * yet leased, by version): cheaper than polling each group, though each call asks every
+   * running group object for its spend and generations in flight (its cost grows with them).
    */
   getRun(runId: string): Promise<RunProgress> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);
