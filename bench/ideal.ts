@@ -7,7 +7,7 @@
 import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { rssSampler, workerdCpuMs } from "./proc";
-import type { BenchStack } from "./stack";
+import { type BenchStack, waitForGroups } from "./stack";
 
 export interface IdealPoint {
   concurrency: number;
@@ -54,9 +54,6 @@ export function steadyTurnsPerS(samples: readonly [number, number][]): number {
 }
 
 let points = 0;
-
-/** How long a point's groups may take to land once their turns are played. */
-const LANDING_TIMEOUT_MS = 600_000;
 
 /** How long the turns may stall (no generation answered) before the wait stops counting. */
 const STALLED_MS = 10_000;
@@ -120,8 +117,7 @@ export async function measureIdeal(
   // running group object for its spend on each poll: work on workerd's one thread that the
   // floor, which waits on one held request, does not do.
   await untilPlayed(() => bench.simRequests(MODEL) - before, groups * SIZE * turns);
-  for (const id of ids)
-    await bench.client.waitForGroup(id, { intervalMs: 100, timeoutMs: LANDING_TIMEOUT_MS });
+  await waitForGroups(bench.client, ids);
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const cpuMs = workerdCpuMs(bench.pgid) - cpuBefore;

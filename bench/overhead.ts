@@ -15,7 +15,7 @@ import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { inProcessLoop } from "./in-process";
 import { workerdCpuMs } from "./proc";
 import { alternated, over, type Repeated } from "./repeats";
-import { type BenchStack, waitForRun } from "./stack";
+import { type BenchStack, waitForGroups } from "./stack";
 
 export interface OverheadRun {
   /** Which side ran first in this repeat. */
@@ -54,12 +54,16 @@ function requests(runId: string, groups: number): StartGroupInput[] {
   );
 }
 
-async function pipeline(bench: BenchStack, runId: string, batch: StartGroupInput[]) {
+async function pipeline(bench: BenchStack, batch: StartGroupInput[]) {
   const cpuBefore = workerdCpuMs(bench.pgid);
   const requestsBefore = bench.simRequests("sim");
   const started = performance.now();
-  await pMap(batch, (request) => bench.client.startGroup(request), { concurrency: 16 });
-  await waitForRun(bench.client, runId, batch.length);
+  const ids = await pMap(
+    batch,
+    async (request) => (await bench.client.startGroup(request)).group_id,
+    { concurrency: 16 },
+  );
+  await waitForGroups(bench.client, ids);
   const seconds = (performance.now() - started) / 1000;
   const turns = bench.simRequests("sim") - requestsBefore;
   return { turns, seconds, cpuMs: workerdCpuMs(bench.pgid) - cpuBefore };
@@ -76,7 +80,7 @@ async function round(
   const both = await alternated(
     r,
     () => inProcessLoop(bench.stack.inferenceUrl, batch, options.stream),
-    () => pipeline(bench, runId, batch),
+    () => pipeline(bench, batch),
   );
   const reference = both.a;
   const measured = both.b;

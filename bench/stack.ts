@@ -65,3 +65,21 @@ export async function waitForRun(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * Waits until each of the groups has landed (or failed), polling one at a time: GET
+ * /v1/runs/:id, which waitForRun polls, asks every running group object for its spend on each
+ * call, load on workerd's thread that a measurement should not add.
+ */
+export async function waitForGroups(
+  client: EdgerollClient,
+  groupIds: readonly string[],
+  timeoutMs = 600_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (const id of groupIds)
+    await client.waitForGroup(id, {
+      intervalMs: 100,
+      timeoutMs: Math.max(0, deadline - Date.now()),
+    });
+}
