@@ -1,20 +1,20 @@
 /**
- * The weight-sync part: how long a sync keeps the hosts waiting before they may load weights,
- * with a plain pause (the generations in flight finish) and with `interrupt` (aborted at once).
- * Groups stream long generations (the simulator's `longTokens` at a set token rate), started
- * one after another as an asynchronous producer keeps them, so at the pause every stage of a
- * generation is in flight: a plain pause waits for the newest, as a real fleet's does whenever
- * its step ends (with G streams of length L kept going, the newest began at most L / G ago). The
- * stall is the time from the pause's request to the first answer with nothing in flight: the
- * pause's own when it says 0, else the first GET /v1/runs/:id that does, as a trainer's
- * `waitIdle` sees it. Hold and interrupt alternate which goes first, each repeat a run of its
- * own, paused at the same stage of its generations. The groups generate from
- * token ids (`generation: "tokens"`), so an interrupted turn keeps what it had received and goes
- * on from it: what was kept (`kept_tokens`), what was dropped (`discarded_tokens`, 0 unless a row
- * could not hold them), and what was lost: per episode, tokens the host had streamed before the
- * pause was requested that edgeroll did not keep (the simulator logs when it wrote each token of
- * a stream whose client closed it). Tokens streamed after the request, before the close reached
- * the host, and not kept are counted apart (`cutOffTokens`): the host's work the cut wasted.
+ * The weight-sync part: how long a sync keeps the hosts waiting before they may load weights, with
+ * a plain pause (the generations in flight finish) and with `interrupt` (aborted at once). Groups
+ * stream long generations (the simulator's `longTokens` at a set token rate), started one after
+ * another as an asynchronous producer keeps them, so at the pause every stage of a generation is in
+ * flight: a plain pause waits for the newest, as a real fleet's does whenever its step ends (with G
+ * streams of length L kept going, the newest began at most L / G ago). The stall is the time from
+ * the pause's request to the first answer with nothing in flight: the pause's own when it says 0,
+ * else the first GET /v1/runs/:id that does, as a trainer's `waitIdle` sees it. Hold and interrupt
+ * alternate which goes first, each repeat a run of its own, paused at the same stage of its
+ * generations. The groups generate from token ids (`generation: "tokens"`), so an interrupted turn
+ * keeps what it had received and goes on from it: what was kept (`kept_tokens`), what was dropped
+ * (`discarded_tokens`, 0 unless a row could not hold them), and what was lost: per episode, tokens
+ * the host had streamed before the pause was requested that edgeroll did not keep (the simulator
+ * logs when it wrote each token of a stream whose client closed it). Tokens streamed after the
+ * request, before the close reached the host, and not kept are counted apart (`cutOffTokens`): the
+ * host's work the cut wasted.
  */
 import { withStack } from "../reliability/harness";
 import { EdgerollClient } from "../src/client/edgeroll-client";
