@@ -42,6 +42,15 @@ export interface BusyResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * How often each producer slot asks whether its group has landed. Each ask is a D1 read and a
+ * call on the group's object, on workerd's one thread: at 50 ms, 16 slots made 320 a second,
+ * load that slowed the pauses they were measuring (an interrupted stall of 190-310 ms a step,
+ * where one sync alone takes about 80). A slot noticing a landing later leaves its hosts busy
+ * with the other slots' generations.
+ */
+const SLOT_POLL_MS = 250;
+
 /** One training loop of `plan.steps` steps; the busy fraction and the mean stall. */
 async function oneLoop(
   client: EdgerollClient,
@@ -71,7 +80,7 @@ async function oneLoop(
         generation: "tokens",
         sampling: { model: "sim", seed: s * 1000 + i + 1, max_completion_tokens: tokens },
       });
-      await client.waitForGroup(id, { intervalMs: 50, timeoutMs: generationMs * 10 });
+      await client.waitForGroup(id, { intervalMs: SLOT_POLL_MS, timeoutMs: generationMs * 10 });
       landed++;
     }
   };
