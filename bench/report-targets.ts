@@ -2,7 +2,7 @@
  * docs/benchmarks.md's section on memory and the tail: each against its target, judged from
  * the run's own figures, with the floor Worker's as the measure of what the local runtime takes.
  */
-import { atMost, figure, fmt, verdict, withSpread } from "./report-figures";
+import { atMost, type Figure, figure, fmt, verdict, withSpread } from "./report-figures";
 import type { Results } from "./results";
 
 export function memoryAndTail(r: Results): string {
@@ -18,7 +18,7 @@ export function memoryAndTail(r: Results): string {
   const lines = [
     "## Memory and the tail, against their targets",
     "",
-    `- **Memory: within 128 MB of the floor Worker (firm).** The pipeline's peak RSS is ${withSpread(peak, 0)} MB, the floor's ${withSpread(floorPeak, 0)} MB in the same rounds: ${withSpread(rss, 0)} MB over it, round by round. Target ${rssMet ? "met" : "**not met**"}: ${verdict(rss, atMost(128))}.`,
+    `- **Memory: within 128 MB of the floor Worker (firm).** The pipeline's peak RSS is ${withSpread(peak, 0)} MB, the floor's ${withSpread(floorPeak, 0)} MB in the same rounds: ${withSpread(rss, 0)} MB over it, round by round. Target ${rssMet ? (rss.runs.every((v) => v <= 128) ? "met" : "met at the median, not in every round") : "**not met**"}: ${verdict(rss, atMost(128))}.`,
     `- **The tail: p99 turn overhead at C = 256 at most 50 ms, or at most 50 ms above the floor Worker's own p99 measured the same way.** The pipeline's p99 is ${withSpread(p99, 0)} ms, the floor's ${withSpread(floorP99, 0)} ms, the difference in each round ${withSpread(over, 0)} ms. ${
       absoluteMet
         ? "Met outright."
@@ -27,9 +27,15 @@ export function memoryAndTail(r: Results): string {
           : "**Not met**, outright or against the floor."
     }`,
   ];
-  if (!rssMet)
+  // The notes stay while any round misses its target, not only while the median does.
+  const everyRound = (f: Figure) => f.runs.length > 0 && f.runs.every((v) => v <= 50);
+  if (!everyRound(p99) && !everyRound(over))
     lines.push(
-      "- **Where the memory over the floor goes** (the tools: `npm run bench:heap -- pipeline|floor 1024 --series` for workerd's RSS beside V8's heap every 500 ms of a point; without `--series`, a heap snapshot at its height). The pipeline's resident set grows over the turns faster than the floor's, and jumps again while its 128 groups score and land at once. V8's own heap is the smaller part of the difference; most of it is native: per object, workerd keeps every distinct SQL statement it has run prepared (a cache of up to 1 MB of SQL text per object), `--statements 60` makes each floor object run 60 more to measure what that costs (about 38 MB at C = 1,024). The group object now runs about 15 distinct statements of its tables (one UPDATE per table, no read-back of a group just created; docs/architecture.md), down from about 40, beside its migrations; the floor's object runs about 12. What remains is mostly the landing: scoring, credit and the token object for 128 groups at once, and the turns' token arrays (ArrayBuffer backing stores between collections).",
+      "- **Where the tail goes.** Every generation takes 1 s, so the 256 episodes' turns end together and queue on workerd's one thread: the last in the queue waits for every turn before it. The p99 therefore follows the CPU each turn takes, the pipeline's against the floor's in the table above, and moves with the machine's load from run to run; the pipeline's own share of it is the difference in CPU per turn.",
+    );
+  if (!rss.runs.every((v) => v <= 128))
+    lines.push(
+      "- **Where the memory over the floor goes** (the tools, run apart from this bench: `npm run bench:heap -- pipeline|floor 1024 --series` for workerd's RSS beside V8's heap every 500 ms of a point; without `--series`, a heap snapshot at its height; `--allocations`, where the point's JavaScript allocates). The pipeline's resident set rises faster than the floor's while its 128 groups start and play their first turns, and again while they score and land at once. Its V8 heap grows larger than the floor's but holds little that survives a collection: the garbage of a turn (each streamed chunk parsed, each request and step checked) sizes it. The larger part of the difference is native, outside V8: per object, workerd keeps every distinct SQL statement the object has run prepared, and SQLite caches each object's pages; the group object's tables and migrations outnumber the floor's few, while a turn runs about as many statements in both.",
     );
   return lines.join("\n");
 }
