@@ -60,6 +60,11 @@ export const atLeast = (n: number): Target => ({ label: `≥ ${n}`, meets: (v) =
 export const atMost = (n: number): Target => ({ label: `≤ ${n}`, meets: (v) => v <= n });
 export const under = (n: number): Target => ({ label: `< ${n}`, meets: (v) => v < n });
 
+/** Every repeat met the target (none measured: false). */
+export function metInEveryRun(f: Figure, target: Target): boolean {
+  return f.runs.length > 0 && f.runs.every((v) => Number.isFinite(v) && target.meets(v));
+}
+
 /** Met by the median, with how many repeats met it; a single run settles nothing. */
 export function verdict(f: Figure, target: Target | null): string {
   if (target === null || f.median === null) return "";

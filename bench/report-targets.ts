@@ -2,7 +2,7 @@
  * docs/benchmarks.md's section on memory and the tail: each against its target, judged from
  * the run's own figures, with the floor Worker's as the measure of what the local runtime takes.
  */
-import { atMost, type Figure, figure, fmt, verdict, withSpread } from "./report-figures";
+import { atMost, figure, fmt, metInEveryRun, verdict, withSpread } from "./report-figures";
 import type { Results } from "./results";
 
 export function memoryAndTail(r: Results): string {
@@ -12,13 +12,16 @@ export function memoryAndTail(r: Results): string {
   const p99 = figure(r, "overhead_ms_p99_256");
   const floorP99 = figure(r, "floor_overhead_ms_p99_256");
   const over = figure(r, "overhead_ms_p99_256_over_floor");
-  const rssMet = rss.median !== null && rss.median <= 128;
-  const absoluteMet = p99.median !== null && p99.median <= 50;
-  const relativeMet = over.median !== null && over.median <= 50;
+  const memoryTarget = atMost(128);
+  const tailTarget = atMost(50);
+  const rssMet = rss.median !== null && memoryTarget.meets(rss.median);
+  const rssMetEveryRound = metInEveryRun(rss, memoryTarget);
+  const absoluteMet = p99.median !== null && tailTarget.meets(p99.median);
+  const relativeMet = over.median !== null && tailTarget.meets(over.median);
   const lines = [
     "## Memory and the tail, against their targets",
     "",
-    `- **Memory: within 128 MB of the floor Worker (firm).** The pipeline's peak RSS is ${withSpread(peak, 0)} MB, the floor's ${withSpread(floorPeak, 0)} MB in the same rounds: ${withSpread(rss, 0)} MB over it, round by round. Target ${rssMet ? (rss.runs.every((v) => v <= 128) ? "met" : "met at the median, not in every round") : "**not met**"}: ${verdict(rss, atMost(128))}.`,
+    `- **Memory: within 128 MB of the floor Worker (firm).** The pipeline's peak RSS is ${withSpread(peak, 0)} MB, the floor's ${withSpread(floorPeak, 0)} MB in the same rounds: ${withSpread(rss, 0)} MB over it, round by round. Target ${rssMet ? (rssMetEveryRound ? "met" : "met at the median, not in every round") : "**not met**"}: ${verdict(rss, memoryTarget)}.`,
     `- **The tail: p99 turn overhead at C = 256 at most 50 ms, or at most 50 ms above the floor Worker's own p99 measured the same way.** The pipeline's p99 is ${withSpread(p99, 0)} ms, the floor's ${withSpread(floorP99, 0)} ms, the difference in each round ${withSpread(over, 0)} ms. ${
       absoluteMet
         ? "Met outright."
@@ -28,12 +31,11 @@ export function memoryAndTail(r: Results): string {
     }`,
   ];
   // The notes stay while any round misses its target, not only while the median does.
-  const everyRound = (f: Figure) => f.runs.length > 0 && f.runs.every((v) => v <= 50);
-  if (!everyRound(p99) && !everyRound(over))
+  if (!metInEveryRun(p99, tailTarget) && !metInEveryRun(over, tailTarget))
     lines.push(
       "- **Where the tail goes.** Every generation takes 1 s, so the 256 episodes' turns end together and queue on workerd's one thread: the last in the queue waits for every turn before it. The p99 therefore follows the CPU each turn takes, the pipeline's against the floor's in the table above, and moves with the machine's load from run to run; the pipeline's own share of it is the difference in CPU per turn.",
     );
-  if (!rss.runs.every((v) => v <= 128))
+  if (!rssMetEveryRound)
     lines.push(
       "- **Where the memory over the floor goes** (the tools, run apart from this bench: `npm run bench:heap -- pipeline|floor 1024 --series` for workerd's RSS beside V8's heap every 500 ms of a point; without `--series`, a heap snapshot at its height; `--allocations`, where the point's JavaScript allocates). The pipeline's resident set rises faster than the floor's while its 128 groups start and play their first turns, and again while they score and land at once. Its V8 heap grows larger than the floor's but holds little that survives a collection: the garbage of a turn (each streamed chunk parsed, each request and step checked) sizes it. The larger part of the difference is native, outside V8: per object, workerd keeps every distinct SQL statement the object has run prepared, and SQLite caches each object's pages; the group object's tables and migrations outnumber the floor's few, while a turn runs about as many statements in both.",
     );
