@@ -8,7 +8,7 @@ import pMap from "p-map";
 import { guessRequest } from "../reliability/harness";
 import { freePort } from "../src/cli/ports";
 import { connectWorker, sourceLines } from "./devtools";
-import { waitForRun, withBenchStack } from "./stack";
+import { waitForGroups, withBenchStack } from "./stack";
 
 interface CallFrame {
   scriptId: string;
@@ -33,7 +33,7 @@ await withBenchStack(
     await cdp.send("Profiler.enable");
     await cdp.send("Profiler.setSamplingInterval", { interval: 200 });
     await cdp.send("Profiler.start");
-    await pMap(
+    const groups = await pMap(
       Array.from({ length: GROUPS }, (_, i) => i),
       (i) =>
         bench.client.startGroup(
@@ -52,7 +52,10 @@ await withBenchStack(
         ),
       { concurrency: 16 },
     );
-    await waitForRun(bench.client, "profile", GROUPS);
+    await waitForGroups(
+      bench.client,
+      groups.map((g) => g.group_id),
+    );
     const { profile } = await cdp.send<{ profile: Profile }>("Profiler.stop");
 
     const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));

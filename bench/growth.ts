@@ -12,7 +12,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { EpisodePage } from "../src/client/edgeroll-client";
 import { d1File, newestGroupObjectFile, r2ObjectBytes } from "./local-state";
 import { openReadOnly, pageBytes, payloadBytes, rowBytesBy } from "./sqlite-bytes";
-import { type BenchStack, waitForRun } from "./stack";
+import { type BenchStack, waitForGroups } from "./stack";
 
 export interface GrowthRow {
   turn: number;
@@ -141,7 +141,7 @@ export async function measureGrowth(
   const objectDb = openReadOnly(newestGroupObjectFile(persistTo));
   const object = objectBytesByTurn(objectDb, 0);
   objectDb.close();
-  await waitForRun(bench.client, runId, 1);
+  await waitForGroups(bench.client, [started.group_id]);
 
   const page = await bench.client.listEpisodes({ run_id: runId, include: ["messages"], limit: 2 });
   const first = page.episodes.find((e) => e.index === 0);

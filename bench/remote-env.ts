@@ -11,7 +11,7 @@ import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { servePythonEnvironment } from "../test/setup/python-env-server";
 import { workerdCpuMs } from "./proc";
 import { median, over, type Repeated } from "./repeats";
-import { type BenchStack, waitForRun } from "./stack";
+import { type BenchStack, waitForGroups } from "./stack";
 
 export const REMOTE_NAME = "guess-number-py";
 
@@ -50,8 +50,13 @@ async function measure(bench: BenchStack, runId: string, env: string, groups: nu
   const cpuBefore = workerdCpuMs(bench.pgid);
   const turnsBefore = bench.simRequests("sim");
   const batch = requests(runId, env, groups);
-  await pMap(batch, (request) => bench.client.startGroup(request), { concurrency: 16 });
-  await waitForRun(bench.client, runId, batch.length);
+  const started = await pMap(batch, (request) => bench.client.startGroup(request), {
+    concurrency: 16,
+  });
+  await waitForGroups(
+    bench.client,
+    started.map((g) => g.group_id),
+  );
   const turns = bench.simRequests("sim") - turnsBefore;
   const page = await bench.client.listEpisodes({ run_id: runId, limit: 500 });
   const perTurn = page.episodes

@@ -50,26 +50,10 @@ export function withBenchStack<T>(
   });
 }
 
-/** Waits until every group of the run has landed (or failed). */
-export async function waitForRun(
-  client: EdgerollClient,
-  runId: string,
-  groups: number,
-  timeoutMs = 600_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const progress = await client.getRun(runId);
-    if (progress.groups.landed + progress.groups.failed >= groups) return;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not land in ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /**
- * Waits until each of the groups has landed (or failed), polling one at a time: GET
- * /v1/runs/:id, which waitForRun polls, asks every running group object for its spend on each
- * call, load on workerd's thread that a measurement should not add.
+ * Waits until each of the groups has landed (or failed), polling one at a time. Not GET
+ * /v1/runs/:id: it asks every running group object for its spend on each call, load on
+ * workerd's thread that a measurement should not add.
  */
 export async function waitForGroups(
   client: EdgerollClient,

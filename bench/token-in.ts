@@ -14,7 +14,7 @@ import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { workerdCpuMs } from "./proc";
 import { over, type Repeated } from "./repeats";
-import { type BenchStack, waitForRun } from "./stack";
+import { type BenchStack, waitForGroups } from "./stack";
 
 const MODEL = "sim+pad:256";
 const TEACHER = "sim+teacher+pad:256";
@@ -68,8 +68,13 @@ async function measure(bench: BenchStack, runId: string, groups: number, variant
   const turnsBefore = bench.simRequests(MODEL);
   const started = Date.now();
   const batch = requests(runId, groups, variant);
-  await pMap(batch, (request) => bench.client.startGroup(request), { concurrency: 16 });
-  await waitForRun(bench.client, runId, batch.length);
+  const startedGroups = await pMap(batch, (request) => bench.client.startGroup(request), {
+    concurrency: 16,
+  });
+  await waitForGroups(
+    bench.client,
+    startedGroups.map((g) => g.group_id),
+  );
   const wallMs = Date.now() - started;
   const cpuMs = workerdCpuMs(bench.pgid) - cpuBefore;
   const turns = bench.simRequests(MODEL) - turnsBefore;

@@ -8,7 +8,7 @@ import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { workerdCpuMs } from "./proc";
 import { over, type Repeated } from "./repeats";
-import { type BenchStack, waitForRun } from "./stack";
+import { type BenchStack, waitForGroups } from "./stack";
 
 export interface TokenCpuResult {
   groups: number;
@@ -38,8 +38,13 @@ function requests(runId: string, groups: number, tokens: "off" | "auto"): StartG
 async function cpuPerTurn(bench: BenchStack, runId: string, batch: StartGroupInput[]) {
   const cpuBefore = workerdCpuMs(bench.pgid);
   const requestsBefore = bench.simRequests(MODEL);
-  await pMap(batch, (request) => bench.client.startGroup(request), { concurrency: 16 });
-  await waitForRun(bench.client, runId, batch.length);
+  const started = await pMap(batch, (request) => bench.client.startGroup(request), {
+    concurrency: 16,
+  });
+  await waitForGroups(
+    bench.client,
+    started.map((g) => g.group_id),
+  );
   const turns = bench.simRequests(MODEL) - requestsBefore;
   return (workerdCpuMs(bench.pgid) - cpuBefore) / turns;
 }
