@@ -26,6 +26,8 @@ import {
 
 /** The task data each dataset row carries in \`metadata\`. */
 const MetadataSchema = z.object({ secret: z.number().int().min(1).max(100) });
+/** What a row must hold: the API refuses any other with a 422 naming the fields. */
+const ExampleSchema = z.object({ metadata: MetadataSchema });
 
 function parseGuess(action: string): number | null {
   const match = /<guess>\\s*(\\d+)\\s*<\\/guess>/.exec(action);
@@ -35,8 +37,7 @@ function parseGuess(action: string): number | null {
 export class ${className} extends EnvironmentMultiTurn {
   /** Recorded on every episode (\`env_version\`): bump it when the rules or the score change. */
   override readonly version = "1";
-  /** What a row must hold: the API refuses any other with a 422 naming the fields. */
-  override readonly exampleSchema = z.object({ metadata: MetadataSchema });
+  override readonly exampleSchema = ExampleSchema;
 
   maxEpisodeTurns(): number {
     return 7;
@@ -100,11 +101,13 @@ import {
   type TaskExample,
 } from "../sdk";
 
+/** The reply is scored against \`output\`: the API refuses a row without one (a 422). */
+const ExampleSchema = z.object({ output: z.string() });
+
 export class ${className} extends EnvironmentSingleTurn {
   /** Recorded on every episode (\`env_version\`): bump it when the rules or the score change. */
   override readonly version = "1";
-  /** The reply is scored against \`output\`: the API refuses a row without one (a 422). */
-  override readonly exampleSchema = z.object({ output: z.string() });
+  override readonly exampleSchema = ExampleSchema;
 
   buildPromptMessages(example: TaskExample): ChatMessage[] {
     return [{ role: "user", content: \`\${example.input}\\nAnswer with the answer only.\` }];

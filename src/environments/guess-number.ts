@@ -59,9 +59,11 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "es"}`;
 }
 
+const ExampleSchema = z.object({ metadata: GuessMetadataSchema });
+
 export class GuessNumber extends EnvironmentMultiTurn {
   override readonly version: string = "1";
-  override readonly exampleSchema: z.ZodType = z.object({ metadata: GuessMetadataSchema });
+  override readonly exampleSchema: z.ZodType = ExampleSchema;
 
   secretOf(example: TaskExample): number {
     return exampleMetadata(GuessMetadataSchema, example).secret;

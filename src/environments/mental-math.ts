@@ -42,9 +42,11 @@ export function parseAnswer(action: string): number | null {
 
 const question = ([a, b]: readonly [number, number]) => `What is ${a} + ${b}?`;
 
+const ExampleSchema = z.object({ metadata: MetadataSchema });
+
 export class MentalMath extends EnvironmentMultiTurn {
   override readonly version = "1";
-  override readonly exampleSchema = z.object({ metadata: MetadataSchema });
+  override readonly exampleSchema = ExampleSchema;
 
   private questions(example: TaskExample) {
     return exampleMetadata(MetadataSchema, example).questions;

@@ -240,9 +240,11 @@ function toolCall(name: keyof typeof TOOLS, args: Record<string, unknown>): stri
   return `<tool_call>${JSON.stringify({ name, arguments: args })}</tool_call>`;
 }
 
+const ExampleSchema = z.object({ metadata: MetadataSchema });
+
 export class ToolAgent extends EnvironmentMultiTurn {
   override readonly version: string = "1";
-  override readonly exampleSchema = z.object({ metadata: MetadataSchema });
+  override readonly exampleSchema = ExampleSchema;
 
   maxEpisodeTurns(): number {
     return DEFAULT_TURNS;

@@ -39,7 +39,9 @@ export abstract class EnvironmentMultiTurn {
    * the episode opens, so the API refuses an example outside it with a 422 naming each field,
    * before anything is stored, and `env check` reports the dataset rows outside it. Declare the
    * metadata the hooks read, and `output` where the score compares against one. None (the
-   * default) checks nothing: whatever the hooks throw at the opening is the refusal.
+   * default) checks nothing: whatever the hooks throw at the opening is the refusal. Assign a
+   * module constant: edgeroll makes a fresh instance for every call, and building a zod schema
+   * allocates many times what checking one does.
    */
   readonly exampleSchema?: z.ZodType;
 
