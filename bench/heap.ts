@@ -23,6 +23,11 @@ const allocations = process.argv.includes("--allocations");
  * and its ArrayBuffer backing stores, to tell the phases apart (turns, then scoring and landing).
  */
 const series = process.argv.includes("--series");
+/**
+ * `--landing`: the snapshot once the simulator has been asked for every generation of the point
+ * (its groups finishing, scoring and landing) instead of half way through its turns.
+ */
+const landing = process.argv.includes("--landing");
 /** `--statements N`: the floor's objects each run N distinct statements more (floor-point.ts). */
 const statementsAt = process.argv.indexOf("--statements");
 const statements = statementsAt > 0 ? Number(process.argv[statementsAt + 1]) : 0;
@@ -90,9 +95,10 @@ function smaps(pgid: number): Record<string, number> {
   return out;
 }
 
-async function atPeak(pgid: number, cdp: DevTools, point: Promise<unknown>) {
+async function atPeak(pgid: number, cdp: DevTools, point: Promise<unknown>, asked: () => number) {
+  if (landing) while (asked() < concurrency * TURNS) await new Promise((r) => setTimeout(r, 50));
   // Half way through the point's turns: every group started, none landed.
-  await new Promise((r) => setTimeout(r, (TURNS / 2) * 1000 + 2000));
+  else await new Promise((r) => setTimeout(r, (TURNS / 2) * 1000 + 2000));
   const rss = smaps(pgid);
   const heap = await cdp.send<{ usedSize: number; totalSize: number }>("Runtime.getHeapUsage");
   const snapshot = summarize(await takeSnapshot(cdp));
@@ -262,7 +268,9 @@ const found =
         async (bench) => {
           const cdp = await connectWorker(inspectorPort);
           const point = measureIdeal(bench, concurrency, TURNS);
-          return atPeak(bench.pgid, cdp, point).finally(() => cdp.close());
+          return atPeak(bench.pgid, cdp, point, () => bench.simRequests(MODEL)).finally(() =>
+            cdp.close(),
+          );
         },
         { inspectorPort, vars },
       )
@@ -270,7 +278,12 @@ const found =
         async (floor) => {
           const cdp = await connectWorker(inspectorPort);
           const point = measureFloorPoint(floor, concurrency, TURNS, statements);
-          return atPeak(floor.pgid, cdp, point).finally(() => cdp.close());
+          return atPeak(
+            floor.pgid,
+            cdp,
+            point,
+            () => floor.simulator.stats().byModel[MODEL]?.requests ?? 0,
+          ).finally(() => cdp.close());
         },
         { inspectorPort },
       );
