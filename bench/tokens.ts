@@ -35,7 +35,7 @@ function requests(runId: string, groups: number, tokens: "off" | "auto"): StartG
   }));
 }
 
-async function cpuPerTurn(bench: BenchStack, runId: string, batch: StartGroupInput[]) {
+async function cpuPerTurn(bench: BenchStack, batch: StartGroupInput[]) {
   const cpuBefore = workerdCpuMs(bench.pgid);
   const requestsBefore = bench.simRequests(MODEL);
   const started = await pMap(batch, (request) => bench.client.startGroup(request), {
@@ -55,18 +55,8 @@ export async function measureTokenCpu(
 ): Promise<TokenCpuResult> {
   const runs: TokenCpuResult["runs"] = [];
   for (let r = 0; r < options.repeats; r++) {
-    const off = () =>
-      cpuPerTurn(
-        bench,
-        `bench-tokens-off-${r}`,
-        requests(`bench-tokens-off-${r}`, options.groups, "off"),
-      );
-    const on = () =>
-      cpuPerTurn(
-        bench,
-        `bench-tokens-on-${r}`,
-        requests(`bench-tokens-on-${r}`, options.groups, "auto"),
-      );
+    const off = () => cpuPerTurn(bench, requests(`bench-tokens-off-${r}`, options.groups, "off"));
+    const on = () => cpuPerTurn(bench, requests(`bench-tokens-on-${r}`, options.groups, "auto"));
     // Alternate which goes first, so warm-up and drift fall on both.
     if (r % 2 === 0) {
       const without = await off();
