@@ -96,8 +96,9 @@ function smaps(pgid: number): Record<string, number> {
 }
 
 async function atPeak(pgid: number, cdp: DevTools, point: Promise<unknown>, asked: () => number) {
+  // With --landing, once every generation was asked for (the groups finishing and landing);
+  // else half way through the point's turns (every group started, none landed).
   if (landing) while (asked() < concurrency * TURNS) await new Promise((r) => setTimeout(r, 50));
-  // Half way through the point's turns: every group started, none landed.
   else await new Promise((r) => setTimeout(r, (TURNS / 2) * 1000 + 2000));
   const rss = smaps(pgid);
   const heap = await cdp.send<{ usedSize: number; totalSize: number }>("Runtime.getHeapUsage");
