@@ -19,8 +19,9 @@ const concurrency = Number(process.argv[3] ?? "1024");
 /** `--allocations`: where the point's JavaScript allocates, garbage included, instead. */
 const allocations = process.argv.includes("--allocations");
 /**
- * `--series`: instead, every 500 ms of the point, workerd's RSS beside V8's heap (used / total)
- * and its ArrayBuffer backing stores, to tell the phases apart (turns, then scoring and landing).
+ * `--series`: instead, every 500 ms of the point, workerd's RSS (and its anonymous memory inside
+ * V8's pointer cage and outside it) beside V8's heap (used / total) and its ArrayBuffer backing
+ * stores, to tell the phases apart (turns, then scoring and landing).
  */
 const series = process.argv.includes("--series");
 /**
@@ -163,6 +164,45 @@ async function allocationsOver(cdp: DevTools, point: Promise<unknown>) {
   };
 }
 
+const GIB4 = 2 ** 32;
+
+/**
+ * The largest workerd's anonymous resident memory split in two (MB): inside V8's pointer cage
+ * (the 4 GiB reservation every isolate's heap lives in: the committed mappings of the 4 GiB
+ * window holding its `---p` reservation) and outside it (the allocator's arenas: workerd's
+ * native objects, SQLite, buffers). The two halves a memory difference can be in.
+ */
+function anonymousSplit(pgid: number): { cageMb: number; outsideMb: number } {
+  const [workerd] = processesOf(pgid).sort((a, b) => b.rssMb - a.rssMb);
+  if (workerd === undefined) return { cageMb: 0, outsideMb: 0 };
+  const maps: { start: number; end: number; perms: string; anon: boolean; rssKb: number }[] = [];
+  for (const line of readFileSync(`/proc/${workerd.pid}/smaps`, "utf8").split("\n")) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head)
+      maps.push({
+        start: Number.parseInt(head[1] as string, 16),
+        end: Number.parseInt(head[2] as string, 16),
+        perms: head[3] as string,
+        anon: head[4] === "0" && (head[5] ?? "") === "",
+        rssKb: 0,
+      });
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    const last = maps.at(-1);
+    if (rss && last) last.rssKb = Number(rss[1]);
+  }
+  const reservation = maps.find(
+    (m) => m.anon && m.perms === "---p" && m.end - m.start > 3.5 * 2 ** 30,
+  );
+  const base = reservation === undefined ? -1 : Math.floor(reservation.start / GIB4) * GIB4;
+  let cage = 0;
+  let outside = 0;
+  for (const m of maps.filter((m) => m.anon)) {
+    if (base >= 0 && m.start >= base && m.end <= base + GIB4) cage += m.rssKb;
+    else outside += m.rssKb;
+  }
+  return { cageMb: Math.round(cage / 1024), outsideMb: Math.round(outside / 1024) };
+}
+
 /** RSS and V8's heap over a whole point, sampled every 500 ms (MB). */
 async function seriesOver(
   pgid: number,
@@ -175,6 +215,9 @@ async function seriesOver(
     /** Generations the simulator answered so far: flat once the turns are over (scoring, landing). */
     turns: number;
     rssMb: number;
+    /** Anonymous memory inside V8's pointer cage, and outside it (anonymousSplit). */
+    cageMb: number;
+    outsideMb: number;
     heapUsedMb: number;
     heapTotalMb: number;
     backingMb: number;
@@ -195,6 +238,7 @@ async function seriesOver(
       s: +((Date.now() - started) / 1000).toFixed(1),
       turns: answered(),
       rssMb: Math.round(rssNowMb(pgid)),
+      ...anonymousSplit(pgid),
       heapUsedMb: mb(heap.usedSize),
       heapTotalMb: mb(heap.totalSize),
       backingMb: mb(heap.backingStorageSize),
