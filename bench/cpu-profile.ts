@@ -4,11 +4,10 @@
  * through wrangler's inspector. Prints the
  * functions with the most self time; the tool behind the CPU-per-turn work in docs/benchmarks.md.
  */
-import pMap from "p-map";
 import { guessRequest } from "../reliability/harness";
 import { freePort } from "../src/cli/ports";
 import { connectWorker, sourceLines } from "./devtools";
-import { waitForGroups, withBenchStack } from "./stack";
+import { playGroups, withBenchStack } from "./stack";
 
 interface CallFrame {
   scriptId: string;
@@ -33,29 +32,21 @@ await withBenchStack(
     await cdp.send("Profiler.enable");
     await cdp.send("Profiler.setSamplingInterval", { interval: 200 });
     await cdp.send("Profiler.start");
-    const groups = await pMap(
-      Array.from({ length: GROUPS }, (_, i) => i),
-      (i) =>
-        bench.client.startGroup(
-          MARATHON
-            ? {
-                env: "marathon",
-                example: { id: `p${i}`, input: "Go.", metadata: { turns: 12, reply_bytes: 200 } },
-                group_size: 8,
-                run_id: "profile",
-                sampling: { model: "sim+latency:1000", seed: i, max_completion_tokens: 16 },
-              }
-            : guessRequest("profile", i, "sim", {
-                group_size: 8,
-                sampling: { model: "sim", temperature: 1, seed: i, max_completion_tokens: 64 },
-              }),
-        ),
-      { concurrency: 16 },
+    const batch = Array.from({ length: GROUPS }, (_, i) =>
+      MARATHON
+        ? {
+            env: "marathon",
+            example: { id: `p${i}`, input: "Go.", metadata: { turns: 12, reply_bytes: 200 } },
+            group_size: 8,
+            run_id: "profile",
+            sampling: { model: "sim+latency:1000", seed: i, max_completion_tokens: 16 },
+          }
+        : guessRequest("profile", i, "sim", {
+            group_size: 8,
+            sampling: { model: "sim", temperature: 1, seed: i, max_completion_tokens: 64 },
+          }),
     );
-    await waitForGroups(
-      bench.client,
-      groups.map((g) => g.group_id),
-    );
+    await playGroups(bench.client, batch);
     const { profile } = await cdp.send<{ profile: Profile }>("Profiler.stop");
 
     const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));

@@ -83,9 +83,12 @@ async function takeSnapshot(cdp: DevTools): Promise<Snapshot> {
   return JSON.parse(chunks.join("")) as Snapshot;
 }
 
+/** The group's largest workerd process: the one serving the Worker and its objects. */
+const largestWorkerd = (pgid: number) => processesOf(pgid).sort((a, b) => b.rssMb - a.rssMb)[0];
+
 /** The resident set of the group's largest workerd, by kind (kB in smaps_rollup, here MB). */
 function smaps(pgid: number): Record<string, number> {
-  const [workerd] = processesOf(pgid).sort((a, b) => b.rssMb - a.rssMb);
+  const workerd = largestWorkerd(pgid);
   if (workerd === undefined) return {};
   const out: Record<string, number> = {};
   for (const line of readFileSync(`/proc/${workerd.pid}/smaps_rollup`, "utf8").split("\n")) {
@@ -173,7 +176,7 @@ const GIB4 = 2 ** 32;
  * native objects, SQLite, buffers). The two halves a memory difference can be in.
  */
 function anonymousSplit(pgid: number): { cageMb: number; outsideMb: number } {
-  const [workerd] = processesOf(pgid).sort((a, b) => b.rssMb - a.rssMb);
+  const workerd = largestWorkerd(pgid);
   if (workerd === undefined) return { cageMb: 0, outsideMb: 0 };
   const maps: { start: number; end: number; perms: string; anon: boolean; rssKb: number }[] = [];
   for (const line of readFileSync(`/proc/${workerd.pid}/smaps`, "utf8").split("\n")) {

@@ -9,13 +9,12 @@
  * what is left of warm-up and drift falls on both alike. The figures are medians over the repeats,
  * each repeat kept.
  */
-import pMap from "p-map";
 import { guessRequest } from "../reliability/harness";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { inProcessLoop } from "./in-process";
 import { workerdCpuMs } from "./proc";
 import { alternated, over, type Repeated } from "./repeats";
-import { type BenchStack, waitForGroups } from "./stack";
+import { type BenchStack, playGroups } from "./stack";
 
 export interface OverheadRun {
   /** Which side ran first in this repeat. */
@@ -58,12 +57,7 @@ async function pipeline(bench: BenchStack, batch: StartGroupInput[]) {
   const cpuBefore = workerdCpuMs(bench.pgid);
   const requestsBefore = bench.simRequests("sim");
   const started = performance.now();
-  const ids = await pMap(
-    batch,
-    async (request) => (await bench.client.startGroup(request)).group_id,
-    { concurrency: 16 },
-  );
-  await waitForGroups(bench.client, ids);
+  await playGroups(bench.client, batch);
   const seconds = (performance.now() - started) / 1000;
   const turns = bench.simRequests("sim") - requestsBefore;
   return { turns, seconds, cpuMs: workerdCpuMs(bench.pgid) - cpuBefore };

@@ -6,12 +6,11 @@
  * Python process's own CPU is not counted: it is the environment's), and a turn's latency is
  * an episode's wall time over its turns, with the simulator answering at once.
  */
-import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { servePythonEnvironment } from "../test/setup/python-env-server";
 import { workerdCpuMs } from "./proc";
 import { median, over, type Repeated } from "./repeats";
-import { type BenchStack, waitForGroups } from "./stack";
+import { type BenchStack, playGroups } from "./stack";
 
 export const REMOTE_NAME = "guess-number-py";
 
@@ -50,13 +49,7 @@ async function measure(bench: BenchStack, runId: string, env: string, groups: nu
   const cpuBefore = workerdCpuMs(bench.pgid);
   const turnsBefore = bench.simRequests("sim");
   const batch = requests(runId, env, groups);
-  const started = await pMap(batch, (request) => bench.client.startGroup(request), {
-    concurrency: 16,
-  });
-  await waitForGroups(
-    bench.client,
-    started.map((g) => g.group_id),
-  );
+  await playGroups(bench.client, batch);
   const turns = bench.simRequests("sim") - turnsBefore;
   const page = await bench.client.listEpisodes({ run_id: runId, limit: 500 });
   const perTurn = page.episodes

@@ -1,7 +1,8 @@
 /** The stack every bench part shares: one `wrangler dev` (workerd, local D1) and the simulator. */
+import pMap from "p-map";
 import { withStack } from "../reliability/harness";
 import type { LocalStack } from "../src/cli/local-stack";
-import { EdgerollClient } from "../src/client/edgeroll-client";
+import { EdgerollClient, type StartGroupInput } from "../src/client/edgeroll-client";
 
 /**
  * The in-flight cap every pipeline stack of the bench runs with: above the largest C measured
@@ -66,4 +67,15 @@ export async function waitForGroups(
       intervalMs: 100,
       timeoutMs: Math.max(0, deadline - Date.now()),
     });
+}
+
+/** Starts every group (16 requests at a time), then waits until each has landed (or failed). */
+export async function playGroups(
+  client: EdgerollClient,
+  batch: readonly StartGroupInput[],
+): Promise<void> {
+  const ids = await pMap(batch, async (request) => (await client.startGroup(request)).group_id, {
+    concurrency: 16,
+  });
+  await waitForGroups(client, ids);
 }

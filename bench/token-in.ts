@@ -10,11 +10,10 @@
  *   scoring every sample by prompt logprobs) against the token-in run without; the extra workerd
  *   CPU and wall time over the sampled tokens the teacher scored is its cost per sampled token.
  */
-import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { workerdCpuMs } from "./proc";
 import { over, type Repeated } from "./repeats";
-import { type BenchStack, waitForGroups } from "./stack";
+import { type BenchStack, playGroups } from "./stack";
 
 const MODEL = "sim+pad:256";
 const TEACHER = "sim+teacher+pad:256";
@@ -68,13 +67,7 @@ async function measure(bench: BenchStack, runId: string, groups: number, variant
   const turnsBefore = bench.simRequests(MODEL);
   const started = Date.now();
   const batch = requests(runId, groups, variant);
-  const startedGroups = await pMap(batch, (request) => bench.client.startGroup(request), {
-    concurrency: 16,
-  });
-  await waitForGroups(
-    bench.client,
-    startedGroups.map((g) => g.group_id),
-  );
+  await playGroups(bench.client, batch);
   const wallMs = Date.now() - started;
   const cpuMs = workerdCpuMs(bench.pgid) - cpuBefore;
   const turns = bench.simRequests(MODEL) - turnsBefore;

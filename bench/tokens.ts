@@ -4,11 +4,10 @@
  * alternating order on one stack; the ratio of workerd CPU per turn is what asking for, reading,
  * storing and landing every turn's token ids and logprobs adds.
  */
-import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
 import { workerdCpuMs } from "./proc";
 import { over, type Repeated } from "./repeats";
-import { type BenchStack, waitForGroups } from "./stack";
+import { type BenchStack, playGroups } from "./stack";
 
 export interface TokenCpuResult {
   groups: number;
@@ -38,13 +37,7 @@ function requests(runId: string, groups: number, tokens: "off" | "auto"): StartG
 async function cpuPerTurn(bench: BenchStack, batch: StartGroupInput[]) {
   const cpuBefore = workerdCpuMs(bench.pgid);
   const requestsBefore = bench.simRequests(MODEL);
-  const started = await pMap(batch, (request) => bench.client.startGroup(request), {
-    concurrency: 16,
-  });
-  await waitForGroups(
-    bench.client,
-    started.map((g) => g.group_id),
-  );
+  await playGroups(bench.client, batch);
   const turns = bench.simRequests(MODEL) - requestsBefore;
   return (workerdCpuMs(bench.pgid) - cpuBefore) / turns;
 }
