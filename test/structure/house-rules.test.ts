@@ -67,7 +67,7 @@ describe("the house rules", () => {
     expect(casts).toEqual([]);
   });
 
-  it("creates a Durable Object's tables only in numbered migrations, in files named migrations.ts", () => {
+  it("creates a Durable Object's tables only in files named migrations.ts (its numbered steps, and the snapshot of where they lead)", () => {
     const creators = [...text]
       .filter(([file]) => file.startsWith("src/") && !file.endsWith("/migrations.ts"))
       .filter(([, source]) => /CREATE\s+(VIRTUAL\s+)?TABLE/i.test(source))

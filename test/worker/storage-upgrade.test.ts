@@ -5,7 +5,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newGroupId } from "../../src/rollout/group-ids";
 import { GroupStorage } from "../../src/rollout/storage/group-storage";
-import { GROUP_MIGRATIONS } from "../../src/rollout/storage/migrations";
+import { GROUP_MIGRATIONS, GROUP_SCHEMA } from "../../src/rollout/storage/migrations";
 import { appliedVersion, type Migration, migrate } from "../../src/utils/migrations";
 import { groupStub, guessExample, waitForGroup } from "./helpers";
 
@@ -193,8 +193,102 @@ describe("a group object written by an earlier deploy", () => {
   });
 });
 
+/**
+ * Every table of the object's own, as SQLite describes it: each column (name, type, NOT NULL,
+ * default, key), each index's columns and uniqueness, and each CHECK.
+ */
+function describeSchema(sql: SqlStorage) {
+  const tables = sql
+    .exec(
+      "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name",
+    )
+    .toArray();
+  return tables.map(({ name, sql: text }) => ({
+    name,
+    columns: sql
+      .exec('SELECT cid, name, type, "notnull", dflt_value, pk FROM pragma_table_info(?)', name)
+      .toArray(),
+    indexes: sql
+      .exec('SELECT "unique", origin, partial FROM pragma_index_list(?) ORDER BY origin', name)
+      .toArray().length,
+    indexed: sql
+      .exec(
+        'SELECT l."unique", l.origin, i.seqno, i.name FROM pragma_index_list(?1) AS l, pragma_index_info(l.name) AS i ORDER BY l.origin, l."unique", i.seqno',
+        name,
+      )
+      .toArray(),
+    checks: String(text).match(/CHECK \([^)]*\)/g) ?? [],
+  }));
+}
+
+describe("a new group object", () => {
+  it("gets from the snapshot, in one step, the schema the migrations build step by step", async () => {
+    const stepped = await runInDurableObject(
+      groupStub(`steps-${crypto.randomUUID()}`),
+      (_i, state) => {
+        const version = migrate(state.storage, GROUP_MIGRATIONS);
+        return { version, schema: describeSchema(state.storage.sql) };
+      },
+    );
+    const fresh = await runInDurableObject(
+      groupStub(`fresh-${crypto.randomUUID()}`),
+      (_i, state) => {
+        const version = migrate(state.storage, GROUP_MIGRATIONS, Date.now(), GROUP_SCHEMA);
+        const ledger = state.storage.sql
+          .exec("SELECT version, name FROM schema_migrations ORDER BY version")
+          .toArray();
+        return { version, schema: describeSchema(state.storage.sql), ledger };
+      },
+    );
+    expect(stepped.schema.map((t) => t.name)).toContain("interrupted_turns");
+    expect(fresh.version).toBe(GROUP_MIGRATIONS.length);
+    expect(fresh.schema).toEqual(stepped.schema);
+    expect(fresh.ledger).toEqual(
+      GROUP_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
+    );
+  });
+});
+
 describe("numbered migrations", () => {
   const object = () => groupStub(`migrations-${crypto.randomUUID()}`);
+
+  it("refuse a snapshot at another version than the last step's", async () => {
+    await runInDurableObject(object(), (_instance, state) => {
+      const steps: Migration[] = [
+        { version: 1, name: "a", up: (sql) => sql.exec("CREATE TABLE a (x INTEGER)") },
+      ];
+      expect(() =>
+        migrate(state.storage, steps, Date.now(), {
+          version: 2,
+          sql: "CREATE TABLE a (x INTEGER)",
+        }),
+      ).toThrow(/snapshot is at version 2, the migrations at 1/);
+    });
+  });
+
+  it("give an object with tables but no ledger (a deploy before it) the steps, not the snapshot", async () => {
+    const after = await runInDurableObject(object(), (_instance, state) => {
+      state.storage.sql.exec("CREATE TABLE a (x INTEGER)");
+      const steps: Migration[] = [
+        {
+          version: 1,
+          name: "a",
+          up: (sql) => sql.exec("CREATE TABLE IF NOT EXISTS a (x INTEGER)"),
+        },
+        { version: 2, name: "y", up: (sql) => sql.exec("ALTER TABLE a ADD COLUMN y TEXT") },
+      ];
+      const version = migrate(state.storage, steps, Date.now(), {
+        version: 2,
+        sql: "CREATE TABLE a (x INTEGER, y TEXT, z TEXT)",
+      });
+      const columns = state.storage.sql
+        .exec("SELECT name FROM pragma_table_info('a')")
+        .toArray()
+        .map((r) => r.name);
+      return { version, columns };
+    });
+    expect(after).toEqual({ version: 2, columns: ["x", "y"] });
+  });
 
   it("apply each step once, in order, and a failed step leaves no trace", async () => {
     const steps: Migration[] = [

@@ -6,7 +6,7 @@
  * on, waits for the commit (`afterCommit`), so a refused write leaves every cache as it was.
  */
 import { hasTable, migrate } from "../../utils/migrations";
-import { GROUP_MIGRATIONS } from "./migrations";
+import { GROUP_MIGRATIONS, GROUP_SCHEMA } from "./migrations";
 
 export class GroupDatabase {
   private readonly sql: SqlStorage;
@@ -33,10 +33,13 @@ export class GroupDatabase {
     return this.sql.exec("SELECT 1 FROM group_state").toArray().length > 0;
   }
 
-  /** Brings the schema to the latest version: a fresh object's, or an older deploy's in place. */
+  /**
+   * Brings the schema to the latest version: a fresh object's from the snapshot in one statement,
+   * an older deploy's step by step, in place.
+   */
   upgrade(): void {
     if (this.migrated) return;
-    migrate(this.storage, GROUP_MIGRATIONS, this.now());
+    migrate(this.storage, GROUP_MIGRATIONS, this.now(), GROUP_SCHEMA);
     this.migrated = true;
   }
 

@@ -3,7 +3,7 @@
  * created or changed. A new step is appended, never edited once deployed: objects in flight
  * were written by the steps before it and are upgraded in place when they next wake.
  */
-import type { Migration } from "../../utils/migrations";
+import type { Migration, SchemaSnapshot } from "../../utils/migrations";
 
 /**
  * Version 1: the tables as the four stores of earlier deploys created them, each lazily
@@ -217,3 +217,157 @@ export const GROUP_MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "judge calls, and the end a failed grading replaced", up: sql(JUDGED) },
   { version: 7, name: "time in environment code, for the run's bill", up: sql(ENV_TIME) },
 ];
+
+/**
+ * The schema at the latest step, whole: what a new object creates in one statement instead of
+ * replaying every step (utils/migrations.ts says why). Each table as the steps leave it, columns
+ * in the same order. A step appended above is written here too: a snapshot at another version
+ * is refused, and test/worker/storage-upgrade.test.ts compares the two column by column.
+ */
+export const GROUP_SCHEMA: SchemaSnapshot = {
+  version: 7,
+  sql: `
+CREATE TABLE group_state (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  spec TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  registered INTEGER NOT NULL DEFAULT 0,
+  score_attempts INTEGER NOT NULL DEFAULT 0,
+  land_attempts INTEGER NOT NULL DEFAULT 0,
+  credit_applied TEXT,
+  warnings TEXT NOT NULL DEFAULT '[]',
+  last_error TEXT,
+  home_host TEXT,
+  host_failures TEXT NOT NULL DEFAULT '{}',
+  score_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE episodes (
+  idx INTEGER PRIMARY KEY,
+  state TEXT NOT NULL,
+  max_turns INTEGER,
+  opening_count INTEGER,
+  turns INTEGER NOT NULL DEFAULT 0,
+  response_text TEXT NOT NULL DEFAULT '',
+  end_reason TEXT,
+  failure_reason TEXT,
+  failure_detail TEXT,
+  redispatches INTEGER NOT NULL DEFAULT 0,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  total_tokens INTEGER,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  reward TEXT,
+  advantage REAL,
+  per_turn_rewards TEXT,
+  per_turn_advantages TEXT,
+  host TEXT,
+  discarded_tokens INTEGER NOT NULL DEFAULT 0,
+  judgements TEXT NOT NULL DEFAULT '[]',
+  played_end_reason TEXT,
+  env_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE messages (
+  idx INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  turn INTEGER,
+  sampled INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  finish_reason TEXT,
+  latency_ms INTEGER,
+  attempts INTEGER,
+  truncated INTEGER,
+  host TEXT,
+  cached_tokens INTEGER,
+  PRIMARY KEY (idx, seq)
+);
+CREATE TABLE steps (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  metadata TEXT NOT NULL,
+  PRIMARY KEY (idx, turn)
+);
+CREATE TABLE generations (
+  idx INTEGER PRIMARY KEY,
+  state TEXT NOT NULL,
+  timeouts INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  retries INTEGER NOT NULL DEFAULT 0,
+  sent_at INTEGER,
+  deadline_at INTEGER,
+  retry_at INTEGER
+);
+CREATE TABLE turn_tokens (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  prompt_length INTEGER NOT NULL,
+  prefix_length INTEGER NOT NULL,
+  completion_length INTEGER NOT NULL,
+  prompt_tail BLOB NOT NULL,
+  completion BLOB NOT NULL,
+  logprobs BLOB NOT NULL,
+  spilled INTEGER NOT NULL DEFAULT 0,
+  consistent INTEGER NOT NULL,
+  model TEXT,
+  temperature REAL NOT NULL,
+  top_p REAL NOT NULL,
+  PRIMARY KEY (idx, turn)
+);
+CREATE TABLE turn_token_parts (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  part INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (idx, turn, part)
+);
+CREATE TABLE teacher_logprobs (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  logprobs BLOB NOT NULL,
+  PRIMARY KEY (idx, turn)
+);
+CREATE TABLE token_modes (
+  idx INTEGER PRIMARY KEY,
+  mode TEXT NOT NULL,
+  reason TEXT
+);
+CREATE TABLE episode_tools (
+  idx INTEGER PRIMARY KEY,
+  tools TEXT NOT NULL,
+  hash TEXT NOT NULL
+);
+CREATE TABLE run_policy (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL,
+  max_lag INTEGER,
+  paused INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  stale TEXT
+);
+CREATE TABLE turn_versions (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (idx, turn)
+);
+CREATE TABLE timers (
+  kind TEXT NOT NULL,
+  episode INTEGER NOT NULL,
+  due_at INTEGER NOT NULL,
+  PRIMARY KEY (kind, episode)
+);
+CREATE TABLE interrupted_turns (
+  idx INTEGER NOT NULL,
+  turn INTEGER NOT NULL,
+  open INTEGER NOT NULL,
+  prompt BLOB NOT NULL,
+  completion BLOB NOT NULL,
+  logprobs BLOB NOT NULL,
+  content TEXT NOT NULL,
+  versions TEXT NOT NULL,
+  kept INTEGER NOT NULL,
+  PRIMARY KEY (idx, turn)
+);`,
+};
