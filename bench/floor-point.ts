@@ -12,7 +12,7 @@ import { join, resolve } from "node:path";
 import { applyMigrations, startWorker, stopProcessGroup } from "../src/cli/local-stack";
 import { freePort } from "../src/cli/ports";
 import { type Simulator, startSimulator } from "../src/sim/server";
-import { type IdealPoint, LATENCY_MS, MODEL, SIZE, steadyTurnsPerS } from "./ideal";
+import { type IdealPoint, LATENCY_MS, MODEL, SIZE, steadyTurnsPerS, tailByTurn } from "./ideal";
 import { processesOf, rssSampler, workerdCpuMs } from "./proc";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -88,6 +88,7 @@ export async function measureFloorPoint(
     endToEndRatio: (turns * LATENCY_MS) / 1000 / seconds,
     overheadMsP50: overhead.p50,
     overheadMsP99: overhead.p99,
+    ...tailByTurn(floor.simulator.turnGaps()),
     peakRssMb: rss.stop(),
     workerdCores: cpuMs / 1000 / seconds,
     cpuMsPerTurn: cpuMs / played,

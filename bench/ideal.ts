@@ -6,6 +6,7 @@
  */
 import pMap from "p-map";
 import type { StartGroupInput } from "../src/client/edgeroll-client";
+import { percentile, type TurnGap } from "../src/sim/host-ledger";
 import { rssSampler, workerdCpuMs } from "./proc";
 import { type BenchStack, waitForGroups } from "./stack";
 
@@ -18,6 +19,10 @@ export interface IdealPoint {
   endToEndRatio: number;
   overheadMsP50: number | null;
   overheadMsP99: number | null;
+  /** The p99 over every turn but each episode's first (the gap after its first generation). */
+  overheadMsP99LaterTurns: number | null;
+  /** Of the turns whose overhead is at or over the p99, the share that are first turns. */
+  firstTurnShareOfTail: number | null;
   peakRssMb: number;
   /** workerd CPU seconds per wall second over the run: 1.0 is one core, all of the time. */
   workerdCores: number;
@@ -51,6 +56,23 @@ export function steadyTurnsPerS(samples: readonly [number, number][]): number {
   const from = (samples[0]?.[0] ?? 0) + 1000;
   const to = (samples.at(-1)?.[0] ?? 0) - 2000;
   return slope(samples.filter(([t]) => t >= from && t <= to)) * 1000;
+}
+
+/**
+ * Where the point's tail lies: C episodes started together end their first generations
+ * together, so their first steps queue on workerd's one thread at once; later turns spread out.
+ */
+export function tailByTurn(
+  gaps: readonly TurnGap[],
+): Pick<IdealPoint, "overheadMsP99LaterTurns" | "firstTurnShareOfTail"> {
+  const sorted = (list: readonly TurnGap[]) => list.map((g) => g.ms).sort((a, b) => a - b);
+  const p99 = percentile(sorted(gaps), 99);
+  const tail = p99 === null ? [] : gaps.filter((g) => g.ms >= p99);
+  return {
+    overheadMsP99LaterTurns: percentile(sorted(gaps.filter((g) => g.turn > 1)), 99),
+    firstTurnShareOfTail:
+      tail.length === 0 ? null : tail.filter((g) => g.turn === 1).length / tail.length,
+  };
 }
 
 let points = 0;
@@ -125,6 +147,8 @@ export async function measureIdeal(
   const peakRssMb = rss.stop();
 
   const steadyRate = steadyTurnsPerS(samples);
+  const simulator = bench.stack.simulator;
+  if (simulator === null) throw new Error("the bench needs the built-in simulator");
   const stats = (await (await fetch(new URL("/sim/stats", bench.stack.inferenceUrl))).json()) as {
     turnOverheadMs: { p50: number | null; p99: number | null };
   };
@@ -135,6 +159,7 @@ export async function measureIdeal(
     endToEndRatio: (turns * LATENCY_MS) / 1000 / seconds,
     overheadMsP50: stats.turnOverheadMs.p50,
     overheadMsP99: stats.turnOverheadMs.p99,
+    ...tailByTurn(simulator.turnGaps()),
     peakRssMb,
     workerdCores: cpuMs / 1000 / seconds,
     cpuMsPerTurn: cpuMs / played,

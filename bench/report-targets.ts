@@ -31,10 +31,19 @@ export function memoryAndTail(r: Results): string {
     }`,
   ];
   // The notes stay while any round misses its target, not only while the median does.
-  if (!metInEveryRun(p99, tailTarget) && !metInEveryRun(over, tailTarget))
+  if (!metInEveryRun(p99, tailTarget) && !metInEveryRun(over, tailTarget)) {
+    const later = figure(r, "overhead_ms_p99_256_later_turns");
+    const floorLater = figure(r, "floor_overhead_ms_p99_256_later_turns");
+    const share = figure(r, "tail_first_turn_share_256");
+    const floorShare = figure(r, "floor_tail_first_turn_share_256");
     lines.push(
-      "- **Where the tail goes.** Every generation takes 1 s, so the 256 episodes' turns end together and queue on workerd's one thread: the last in the queue waits for every turn before it. The p99 therefore follows the CPU each turn takes, the pipeline's against the floor's in the table above, and moves with the machine's load from run to run; the pipeline's own share of it is the difference in CPU per turn.",
+      `- **Where the tail goes.** Every generation takes 1 s and the 256 episodes start together, so their first generations end together and their first steps queue on workerd's one thread: the last in the queue waits for every step before it. Of the turns at or over the p99, a share of ${withSpread(share)} were episodes' first turns (the floor's: ${withSpread(floorShare)}). Over every turn but the first, the p99 is ${withSpread(later, 0)} ms, the floor's ${withSpread(floorLater, 0)} ms. ${
+        share.median !== null && share.median >= 0.5
+          ? "The p99 therefore follows the CPU each first step takes, the pipeline's against the floor's, and moves with the machine's load from run to run."
+          : "First turns are not most of the tail in this run: later turns queue too."
+      } The pipeline opens each episode's step session while its first generation runs, as the floor opens its session before it, so that round trip is not in the queue.`,
     );
+  }
   if (!rssMetEveryRound)
     lines.push(
       "- **Where the memory over the floor goes** (the tools, run apart from this bench: `npm run bench:heap -- pipeline|floor 1024 --series` for workerd's RSS, split into V8's pointer cage and the rest, beside V8's heap every 500 ms of a point; without `--series`, a heap snapshot at its height; `--allocations`, where the point's JavaScript allocates). The pipeline's resident set rises faster than the floor's while its 128 groups start and play their first turns, and again while they score and land at once. Its V8 heap grows larger than the floor's but holds little that survives a collection, at the half-way point and while its groups land alike (`--landing`: the snapshot is taken once the last generation was asked for): its size follows the garbage a turn makes (each streamed chunk parsed, each request, step and stored row checked, each landing's rows), and the pipeline makes more of it than the floor (`--allocations`). Cutting single sites of it (the example schema that each environment instance built anew) has not moved the peak. The rest of the difference is native, outside V8's cage, and grows both while the groups start and while they play. Part of it was the statements workerd keeps prepared for each object: a new group object now creates its schema in one statement instead of replaying its migrations step by step (measured in docs/architecture.md). The largest part left shows at the end: the pipeline's resident set climbs more than the floor's while its 128 groups score, hand their rows to the lander and put their token objects in R2 at once.",

@@ -131,6 +131,8 @@ export function resultsJson(report: BenchReport) {
   const { sweep } = report;
   const p99 = (p: IdealPoint) => p.overheadMsP99;
   const p50 = (p: IdealPoint) => p.overheadMsP50;
+  const laterP99 = (p: IdealPoint) => p.overheadMsP99LaterTurns;
+  const firstTurnShare = (p: IdealPoint) => p.firstTurnShareOfTail;
   const measured = commitMeasured();
   return {
     ...keysOf("overhead_ratio", report.overhead.overheadRatio),
@@ -172,6 +174,10 @@ export function resultsJson(report: BenchReport) {
     ...keysOf("floor_overhead_ms_p50_256", at(sweep, "floor", 256, p50)),
     ...keysOf("floor_overhead_ms_p99_256", at(sweep, "floor", 256, p99)),
     ...keysOf("overhead_ms_p99_256_over_floor", repeated(p99OverFloor(sweep, 256))),
+    ...keysOf("overhead_ms_p99_256_later_turns", at(sweep, "pipeline", 256, laterP99)),
+    ...keysOf("floor_overhead_ms_p99_256_later_turns", at(sweep, "floor", 256, laterP99)),
+    ...keysOf("tail_first_turn_share_256", at(sweep, "pipeline", 256, firstTurnShare)),
+    ...keysOf("floor_tail_first_turn_share_256", at(sweep, "floor", 256, firstTurnShare)),
     ...keysOf("peak_rss_mb", peaks(sweep, "pipeline")),
     ...keysOf("floor_peak_rss_mb", peaks(sweep, "floor")),
     ...keysOf("rss_over_floor_mb", repeated(rssOverFloor(sweep))),

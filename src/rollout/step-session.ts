@@ -47,6 +47,10 @@ export class EpisodeStepSession {
    */
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
+  /** The opening in progress, which a step arriving meanwhile waits for instead of opening another. */
+  private opening: Promise<StepSessionApi | null> | null = null;
+  /** Times close() ran: an opening that finds it moved on was closed before it arrived. */
+  private closes = 0;
 
   constructor(
     private readonly worker: StepWorkerApi,
@@ -109,10 +113,34 @@ export class EpisodeStepSession {
     else this.wakeBy(idleUntil);
   }
 
-  /** The current session, a fresh one, or null when none opened in time. */
-  private async open(): Promise<StepSessionApi | null> {
-    if (this.session !== null && this.served < STEPS_PER_SESSION) return this.session;
+  /**
+   * Starts opening the session now, before the episode's first step needs it: the driver calls
+   * this as a generation goes out, so the opening overlaps the generation instead of adding its
+   * round trip to the step. When a batch of groups starts together, their first generations end
+   * together, and openings left to the first steps queued behind each other in that burst.
+   */
+  prepare(): void {
+    if (this.failures >= FAILURES_BEFORE_GIVING_UP) return;
+    if (this.session !== null && this.served < STEPS_PER_SESSION) return;
+    // A failed opening is the next step's to count and report: it awaits the same promise.
+    this.open().catch(() => {});
+  }
+
+  /** The current session, the one being opened, a fresh one, or null when none opened in time. */
+  private open(): Promise<StepSessionApi | null> {
+    if (this.session !== null && this.served < STEPS_PER_SESSION)
+      return Promise.resolve(this.session);
+    if (this.opening !== null) return this.opening;
     this.close();
+    const closedAt = this.closes;
+    const opening = this.openFresh(closedAt).finally(() => {
+      if (this.opening === opening) this.opening = null;
+    });
+    this.opening = opening;
+    return opening;
+  }
+
+  private async openFresh(closedAt: number): Promise<StepSessionApi | null> {
     const opening = this.worker.session(this.request);
     const opened = await withTimeout(opening, OPEN_TIMEOUT_MS);
     if (opened.kind === "timeout") {
@@ -121,12 +149,22 @@ export class EpisodeStepSession {
       this.failures++;
       return null;
     }
+    // Closed while it opened (the episode ended or parked first): nobody will use it.
+    if (this.closes !== closedAt) {
+      release(opened.value);
+      return null;
+    }
     this.session = opened.value;
+    // Opened ahead of its first step, it is released if that step does not come soon.
+    this.lastUsedAt = Date.now();
+    this.wakeBy(this.lastUsedAt + SESSION_IDLE_MS);
     return opened.value;
   }
 
   /** Ends the session's invocation; the next step opens a new one. */
   close(): void {
+    this.closes++;
+    this.opening = null;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     this.timerAt = Number.POSITIVE_INFINITY;

@@ -106,6 +106,8 @@ export async function driveEpisode(rt: GroupRuntime, idx: number): Promise<void>
         else if (state === "stepping")
           transcript.push(...(await step(rt, idx, transcript, session)));
         else {
+          // The session the step after this generation will use opens while it generates.
+          session.prepare();
           const generated = await generateTurn(rt, idx, transcript);
           if (generated.kind === "parked") return;
           if (generated.kind === "recorded") transcript.push(generated.action);

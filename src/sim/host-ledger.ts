@@ -55,7 +55,8 @@ function transcriptKey(messages: readonly TranscriptMessage[]): number {
   return hashString(JSON.stringify(messages.map((m) => [m.role, m.content ?? ""])));
 }
 
-function percentile(sorted: readonly number[], p: number): number | null {
+/** The simulator's percentile of sorted values (the bench computes its by-turn figures with it). */
+export function percentile(sorted: readonly number[], p: number): number | null {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? null;
 }

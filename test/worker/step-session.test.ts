@@ -1,7 +1,8 @@
 // An episode's steps go through one step-worker session (an RpcTarget in the real StepWorker,
 // reached through the real service binding) instead of one invocation each. What must hold: the
 // same results as one invocation per step, no environment state kept between steps, sessions
-// replaced after STEPS_PER_SESSION steps, and a broken session never failing a step.
+// replaced after STEPS_PER_SESSION steps, a session opened ahead of its step used by it (or
+// released when the step never comes), and a broken session never failing a step.
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { StepSessionApi, StepWorkerApi } from "../../src/env-workers/step-worker";
@@ -54,7 +55,7 @@ const request = { env: "counts-its-steps", example };
  * opening a session never answers.
  */
 function countingWorker(fault: "broken" | "stuck" | null = null) {
-  const counts = { sessions: 0 };
+  const counts = { sessions: 0, opened: 0, released: 0 };
   const wrapped: StepWorkerApi = {
     open: (r) => worker.open(r),
     step: (r) => worker.step(r),
@@ -62,8 +63,15 @@ function countingWorker(fault: "broken" | "stuck" | null = null) {
       counts.sessions++;
       if (fault === "stuck") return new Promise<never>(() => {});
       const session = await worker.session(r);
+      counts.opened++;
       if (fault === "broken") session[Symbol.dispose]();
-      return session;
+      return {
+        step: (messages) => session.step(messages),
+        [Symbol.dispose]: () => {
+          counts.released++;
+          session[Symbol.dispose]();
+        },
+      };
     },
   };
   return { wrapped, counts };
@@ -112,6 +120,54 @@ describe("an episode's step session", () => {
       expect(counts.sessions).toBe(2);
     } finally {
       session.close();
+    }
+  });
+
+  it("opens the next step's session ahead of it, and the step uses that one", async () => {
+    const { wrapped, counts } = countingWorker();
+    const session = new EpisodeStepSession(wrapped, request);
+    try {
+      // The driver prepares as a generation goes out; the step comes once it has answered.
+      session.prepare();
+      expect(counts.sessions).toBe(1);
+      session.prepare();
+      expect(await session.step(transcriptAt(0), 5000)).toMatchObject({
+        kind: "answered",
+        call: { ok: true },
+      });
+      session.prepare();
+      expect(await session.step(transcriptAt(1), 5000)).toMatchObject({ kind: "answered" });
+      expect(counts.sessions).toBe(1);
+    } finally {
+      session.close();
+    }
+    expect(counts.released).toBe(1);
+  });
+
+  it("releases a session prepared for a step that never came", async () => {
+    const { wrapped, counts } = countingWorker();
+    // The episode ended (or parked) before its step: its driver closes the session at once.
+    const ended = new EpisodeStepSession(wrapped, request);
+    ended.prepare();
+    ended.close();
+    await vi.waitFor(() => expect(counts.released).toBe(1));
+    // A long generation: a session opened ahead of it is released once idle for 30 s, and the
+    // step after it opens a fresh one.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const waiting = new EpisodeStepSession(wrapped, request);
+    try {
+      waiting.prepare();
+      // Opened for real before the clock moves: its 5 s to open are the test's clock too.
+      await vi.waitFor(() => expect(counts.opened).toBe(2));
+      await vi.advanceTimersByTimeAsync(29_000);
+      expect(counts.released).toBe(1);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(counts.released).toBe(2);
+      vi.useRealTimers();
+      expect(await waiting.step(transcriptAt(0), 5000)).toMatchObject({ kind: "answered" });
+      expect(counts.sessions).toBe(3);
+    } finally {
+      waiting.close();
     }
   });
 
