@@ -47,7 +47,7 @@ export class EpisodeStepSession {
    */
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
-  /** The opening in progress, which a step arriving meanwhile waits for instead of opening another. */
+  /** The opening in progress: a step arriving meanwhile waits for it instead of opening another. */
   private opening: Promise<StepSessionApi | null> | null = null;
   /** Times close() ran: an opening that finds it moved on was closed before it arrived. */
   private closes = 0;
