@@ -37,11 +37,11 @@ export function memoryAndTail(r: Results): string {
     const share = figure(r, "tail_first_turn_share_256");
     const floorShare = figure(r, "floor_tail_first_turn_share_256");
     lines.push(
-      `- **Where the tail goes.** Every generation takes 1 s and the 256 episodes start together, so their first generations end together and their first steps queue on workerd's one thread: the last in the queue waits for every step before it. Of the turns at or over the p99, a share of ${withSpread(share)} were episodes' first turns (the floor's: ${withSpread(floorShare)}). Over every turn but the first, the p99 is ${withSpread(later, 0)} ms, the floor's ${withSpread(floorLater, 0)} ms. ${
+      `- **Where the tail goes.** Every generation takes 1 s and the 256 episodes start together, so their first generations end together and their first steps queue on workerd's one thread at once; later turns still end close together, in smaller bursts. Of the floor's turns at or over its p99, a share of ${withSpread(floorShare)} were episodes' first turns; of the pipeline's, ${withSpread(share)}. ${
         share.median !== null && share.median >= 0.5
-          ? "The p99 therefore follows the CPU each first step takes, the pipeline's against the floor's, and moves with the machine's load from run to run."
-          : "First turns are not most of the tail in this run: later turns queue too."
-      } The pipeline opens each episode's step session while its first generation runs, as the floor opens its session before it, so that round trip is not in the queue.`,
+          ? "The pipeline's p99 therefore follows the CPU its first steps take, against the floor's."
+          : "The pipeline opens each episode's step session while its first generation runs (the floor opens its session before it), so its first steps queue for less, and its tail lies in later turns."
+      } Over every turn but the first, the p99 is ${withSpread(later, 0)} ms, the floor's ${withSpread(floorLater, 0)} ms: there the queue follows the CPU each turn takes, the pipeline's against the floor's in the table above, and moves with the machine's load from run to run.`,
     );
   }
   if (!rssMetEveryRound)

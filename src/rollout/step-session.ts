@@ -11,7 +11,7 @@
 import type { EnvCall } from "../env-workers/env-call";
 import type { StepSessionApi, StepSessionRequest, StepWorkerApi } from "../env-workers/step-worker";
 import { type ChatMessage, type EnvironmentStepResult, errorMessage } from "../sdk";
-import { withTimeout } from "../utils/timeout";
+import { type Timed, withTimeout } from "../utils/timeout";
 
 /** Steps one session serves before it is replaced by a fresh one. */
 export const STEPS_PER_SESSION = 16;
@@ -47,7 +47,7 @@ export class EpisodeStepSession {
    */
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
-  /** The opening in progress: a step arriving meanwhile waits for it instead of opening another. */
+  /** The opening prepared for the next step, in progress or settled: that step takes it. */
   private opening: Promise<StepSessionApi | null> | null = null;
   /** Times close() ran: an opening that finds it moved on was closed before it arrived. */
   private closes = 0;
@@ -80,8 +80,7 @@ export class EpisodeStepSession {
       this.failures = 0;
       return result;
     } catch (error) {
-      this.failures++;
-      console.warn(`step session failed, stepping on its own invocation: ${errorMessage(error)}`);
+      this.failed(error);
       this.close();
       return RETRY_ALONE;
     } finally {
@@ -114,39 +113,51 @@ export class EpisodeStepSession {
   }
 
   /**
-   * Starts opening the session now, before the episode's first step needs it: the driver calls
+   * Starts opening the session now, before the episode's next step needs it: the driver calls
    * this as a generation goes out, so the opening overlaps the generation instead of adding its
    * round trip to the step. When a batch of groups starts together, their first generations end
    * together, and openings left to the first steps queued behind each other in that burst.
    */
   prepare(): void {
-    if (this.failures >= FAILURES_BEFORE_GIVING_UP) return;
+    if (this.failures >= FAILURES_BEFORE_GIVING_UP || this.opening !== null) return;
     if (this.session !== null && this.served < STEPS_PER_SESSION) return;
-    // A failed opening is the next step's to count and report: it awaits the same promise.
-    this.open().catch(() => {});
+    this.startOpening();
   }
 
-  /** The current session, the one being opened, a fresh one, or null when none opened in time. */
-  private open(): Promise<StepSessionApi | null> {
-    if (this.session !== null && this.served < STEPS_PER_SESSION)
-      return Promise.resolve(this.session);
-    if (this.opening !== null) return this.opening;
+  /**
+   * The session for a step: the current one, the one prepared for it (waited for, or its
+   * failure taken as this step's), or a fresh one; null when none opened.
+   */
+  private async open(): Promise<StepSessionApi | null> {
+    if (this.session !== null && this.served < STEPS_PER_SESSION) return this.session;
+    const opening = this.opening ?? this.startOpening();
+    const session = await opening;
+    if (this.opening === opening) this.opening = null;
+    return session;
+  }
+
+  private startOpening(): Promise<StepSessionApi | null> {
     this.close();
-    const closedAt = this.closes;
-    const opening = this.openFresh(closedAt).finally(() => {
-      if (this.opening === opening) this.opening = null;
-    });
+    const opening = this.openFresh(this.closes);
     this.opening = opening;
     return opening;
   }
 
+  /** Never rejects: a failure to open is counted and reported here, once, and is a null. */
   private async openFresh(closedAt: number): Promise<StepSessionApi | null> {
-    const opening = this.worker.session(this.request);
-    const opened = await withTimeout(opening, OPEN_TIMEOUT_MS);
+    let opening: Promise<StepSessionApi> | null = null;
+    let opened: Timed<StepSessionApi>;
+    try {
+      opening = this.worker.session(this.request);
+      opened = await withTimeout(opening, OPEN_TIMEOUT_MS);
+    } catch (error) {
+      if (this.closes === closedAt) this.failed(error);
+      return null;
+    }
     if (opened.kind === "timeout") {
-      // Released whenever it does arrive; this step goes on without it.
-      opening.then(release, () => {});
-      this.failures++;
+      // Released whenever it does arrive; the step goes on without it.
+      opening?.then(release, () => {});
+      if (this.closes === closedAt) this.failures++;
       return null;
     }
     // Closed while it opened (the episode ended or parked first): nobody will use it.
@@ -155,10 +166,16 @@ export class EpisodeStepSession {
       return null;
     }
     this.session = opened.value;
-    // Opened ahead of its first step, it is released if that step does not come soon.
+    this.opening = null;
+    // Opened ahead of its step, it is released if that step does not come soon.
     this.lastUsedAt = Date.now();
     this.wakeBy(this.lastUsedAt + SESSION_IDLE_MS);
     return opened.value;
+  }
+
+  private failed(error: unknown): void {
+    this.failures++;
+    console.warn(`step session failed, stepping on its own invocation: ${errorMessage(error)}`);
   }
 
   /** Ends the session's invocation; the next step opens a new one. */

@@ -52,9 +52,9 @@ const request = { env: "counts-its-steps", example };
 /**
  * The real step worker, counting the sessions it is asked to open. `broken`: each session's
  * invocation is gone before it is used, as after a CPU limit or a lost connection. `stuck`:
- * opening a session never answers.
+ * opening a session never answers. `refused`: opening one fails.
  */
-function countingWorker(fault: "broken" | "stuck" | null = null) {
+function countingWorker(fault: "broken" | "stuck" | "refused" | null = null) {
   const counts = { sessions: 0, opened: 0, released: 0 };
   const wrapped: StepWorkerApi = {
     open: (r) => worker.open(r),
@@ -62,6 +62,7 @@ function countingWorker(fault: "broken" | "stuck" | null = null) {
     async session(r): Promise<StepSessionApi> {
       counts.sessions++;
       if (fault === "stuck") return new Promise<never>(() => {});
+      if (fault === "refused") throw new Error("no session for you");
       const session = await worker.session(r);
       counts.opened++;
       if (fault === "broken") session[Symbol.dispose]();
@@ -169,6 +170,44 @@ describe("an episode's step session", () => {
     } finally {
       waiting.close();
     }
+  });
+
+  it("takes a prepared opening's failure as its step's: counted and reported once, not retried", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const { wrapped, counts } = countingWorker("refused");
+    const session = new EpisodeStepSession(wrapped, request);
+    for (let turn = 0; turn < 3; turn++) {
+      session.prepare();
+      // The generation takes a while: the opening has failed before the step comes.
+      await vi.waitFor(() => expect(warn).toHaveBeenCalledTimes(turn + 1));
+      expect(await session.step(transcriptAt(turn), 5000)).toEqual({ kind: "retry_alone" });
+      expect(counts.sessions).toBe(turn + 1);
+    }
+    // Three failures in a row, one per step: the episode stops asking.
+    session.prepare();
+    expect(await session.step(transcriptAt(3), 5000)).toEqual({ kind: "retry_alone" });
+    expect(counts.sessions).toBe(3);
+    expect(warn).toHaveBeenCalledTimes(3);
+    session.close();
+    warn.mockRestore();
+  });
+
+  it("does not wait again for a session that a prepared opening already gave up on", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const { wrapped, counts } = countingWorker("stuck");
+    const session = new EpisodeStepSession(wrapped, request);
+    session.prepare();
+    // A generation longer than the 5 s an opening may take.
+    await vi.advanceTimersByTimeAsync(8_000);
+    let answered = false;
+    const stepping = session.step(transcriptAt(0), 20_000).finally(() => {
+      answered = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(answered).toBe(true);
+    expect(await stepping).toEqual({ kind: "retry_alone" });
+    expect(counts.sessions).toBe(1);
+    session.close();
   });
 
   it("hands a step back to run on its own invocation when the session breaks, and says so", async () => {
