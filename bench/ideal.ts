@@ -149,9 +149,7 @@ export async function measureIdeal(
   const steadyRate = steadyTurnsPerS(samples);
   const simulator = bench.stack.simulator;
   if (simulator === null) throw new Error("the bench needs the built-in simulator");
-  const stats = (await (await fetch(new URL("/sim/stats", bench.stack.inferenceUrl))).json()) as {
-    turnOverheadMs: { p50: number | null; p99: number | null };
-  };
+  const stats = simulator.stats();
   return {
     concurrency,
     turnsPerEpisode: turns,
