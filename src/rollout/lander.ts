@@ -10,7 +10,6 @@ import { DurableObject } from "cloudflare:workers";
 import { errorMessage } from "../sdk";
 import {
   commitGroup,
-  LANDER_MAX_CHARS,
   type LanderApi,
   type LandingOutcome,
   type LandingPayload,
@@ -32,8 +31,14 @@ interface Pending {
  * groups per second than 32 in the local bench (docs/benchmarks.md).
  */
 export const GROUPS_PER_COMMIT = 96;
-/** Rows per transaction, in characters: a few large groups make a small batch, not a huge one. */
-export const CHARS_PER_COMMIT = LANDER_MAX_CHARS;
+/**
+ * Rows per transaction, in characters. Locally D1 runs in workerd's process, and its memory
+ * grew with the size of the transactions it was sent: with 128 groups of 8 twelve-turn episodes
+ * (about 65,000 characters of rows each) landing at once, peak RSS was about 20 MB lower at
+ * 500,000 than at 8 million; the landing bench's groups (about 22,000 characters) go 22 to a
+ * transaction, at about a twentieth fewer groups per second. Measurements: docs/architecture.md.
+ */
+export const CHARS_PER_COMMIT = 500_000;
 
 /**
  * How many of the waiting groups (their rows' sizes, in order) the next transaction takes: up

@@ -3,8 +3,9 @@ import { CHARS_PER_COMMIT, GROUPS_PER_COMMIT, groupsForCommit } from "../../src/
 
 describe("the lander's group commit", () => {
   it("takes every waiting group up to GROUPS_PER_COMMIT when their rows are small", () => {
-    expect(groupsForCommit(Array(10).fill(20_000))).toBe(10);
-    expect(groupsForCommit(Array(GROUPS_PER_COMMIT + 5).fill(20_000))).toBe(GROUPS_PER_COMMIT);
+    const small = Math.floor(CHARS_PER_COMMIT / (GROUPS_PER_COMMIT + 5));
+    expect(groupsForCommit(Array(10).fill(small))).toBe(10);
+    expect(groupsForCommit(Array(GROUPS_PER_COMMIT + 5).fill(small))).toBe(GROUPS_PER_COMMIT);
   });
 
   it("stops before the group whose rows would pass CHARS_PER_COMMIT", () => {
